@@ -1,0 +1,1 @@
+"""Exporters (SavedModel, TFLite, ONNX) and their verification; installed as `kerasbert.export`."""

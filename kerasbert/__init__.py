@@ -1,0 +1,8 @@
+"""kerasbert: Keras 3 / TensorFlow models, data and export tools for BERT, RoBERTa, ALBERT and ELECTRA."""
+
+__version__ = "0.1.0"
+
+from kerasbert.config import EncoderConfig
+from kerasbert import layers, models, convert, zoo, export
+
+__all__ = ["EncoderConfig", "convert", "export", "layers", "models", "zoo"]

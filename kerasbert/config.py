@@ -1,0 +1,164 @@
+"""`EncoderConfig`: the one architecture description shared by all four families."""
+
+import dataclasses
+from typing import Optional
+
+from kerasbert.layers.activations import ACTIVATION_NAMES
+
+FAMILIES = ("bert", "roberta", "albert", "electra")
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderConfig:
+    """Architecture of a BERT, RoBERTa, ALBERT or ELECTRA encoder.
+
+    Family differences are fields, so one builder serves all four families:
+
+    - `embedding_size`: width of the embedding tables; when it differs from
+      `hidden_size` (ALBERT, ELECTRA small) a dense projection maps it to the
+      hidden size. ALBERT always has that projection, even when equal.
+    - `num_hidden_groups` / `inner_group_num`: ALBERT's parameter sharing;
+      `num_layers` layer applications draw on `num_hidden_groups` groups of
+      `inner_group_num` distinct layers each.
+    - `position_offset`: 0 for plain positions `0..seq-1`; RoBERTa uses
+      `pad_token_id + 1`, numbering non-padding tokens from the offset and
+      giving padding tokens the position `position_offset - 1`.
+    - ELECTRA has no pooler (`has_pooler` is False for that family).
+
+    Every field is validated on creation; a bad value raises `ValueError`
+    naming the field.
+
+    Example:
+    >>> cfg = EncoderConfig(family="bert", vocab_size=100, hidden_size=32,
+    ...                     num_layers=2, num_heads=2, intermediate_size=64)
+    >>> cfg.head_size
+    16
+    >>> cfg.replace(num_layers=4).num_layers
+    4
+    """
+
+    family: str
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    intermediate_size: int
+    hidden_activation: str = "gelu"
+    embedding_size: Optional[int] = None
+    num_hidden_groups: int = 1
+    inner_group_num: int = 1
+    max_positions: int = 512
+    type_vocab_size: int = 2
+    pad_token_id: int = 0
+    position_offset: int = 0
+    layer_norm_epsilon: float = 1e-12
+    dropout: float = 0.1
+    attention_dropout: float = 0.1
+    initializer_range: float = 0.02
+
+    def __post_init__(self):
+        if self.embedding_size is None:
+            object.__setattr__(self, "embedding_size", self.hidden_size)
+        self._validate()
+
+    def _validate(self):
+        if self.family not in FAMILIES:
+            raise ValueError(f"EncoderConfig.family must be one of {FAMILIES}, got {self.family!r}")
+        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
+                     "embedding_size", "num_hidden_groups", "inner_group_num", "max_positions",
+                     "type_vocab_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"EncoderConfig.{name} must be a positive integer, got {value!r}")
+        for name in ("pad_token_id", "position_offset"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"EncoderConfig.{name} must be a non-negative integer, got {value!r}")
+        if self.hidden_activation not in ACTIVATION_NAMES:
+            raise ValueError(
+                f"EncoderConfig.hidden_activation must be one of {ACTIVATION_NAMES}, "
+                f"got {self.hidden_activation!r}")
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"EncoderConfig.hidden_size ({self.hidden_size}) must be divisible by "
+                f"num_heads ({self.num_heads})")
+        if self.num_layers % self.num_hidden_groups:
+            raise ValueError(
+                f"EncoderConfig.num_layers ({self.num_layers}) must be divisible by "
+                f"num_hidden_groups ({self.num_hidden_groups})")
+        if self.family != "albert" and (self.num_hidden_groups != 1 or self.inner_group_num != 1):
+            raise ValueError(
+                "EncoderConfig.num_hidden_groups and inner_group_num must be 1 unless "
+                f"family is 'albert' (family={self.family!r})")
+        if self.pad_token_id >= self.vocab_size:
+            raise ValueError(
+                f"EncoderConfig.pad_token_id ({self.pad_token_id}) must be below "
+                f"vocab_size ({self.vocab_size})")
+        if self.position_offset >= self.max_positions:
+            raise ValueError(
+                f"EncoderConfig.position_offset ({self.position_offset}) leaves no positions "
+                f"of max_positions ({self.max_positions})")
+        for name in ("layer_norm_epsilon", "initializer_range"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"EncoderConfig.{name} must be a positive number, got {value!r}")
+        for name in ("dropout", "attention_dropout"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise ValueError(f"EncoderConfig.{name} must be in [0, 1), got {value!r}")
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_heads
+
+    @property
+    def max_sequence_length(self) -> int:
+        """The longest input sequence the position table can number."""
+        return self.max_positions - self.position_offset
+
+    @property
+    def has_embedding_projection(self) -> bool:
+        return self.family == "albert" or self.embedding_size != self.hidden_size
+
+    @property
+    def num_distinct_layers(self) -> int:
+        """How many transformer layers own weights (fewer than applied ones for ALBERT)."""
+        if self.family == "albert":
+            return self.num_hidden_groups * self.inner_group_num
+        return self.num_layers
+
+    @property
+    def layer_schedule(self) -> tuple:
+        """Which distinct layer each application uses, in order.
+
+        ALBERT applies its group `i * num_hidden_groups // num_layers` at
+        step `i`, and a group runs its `inner_group_num` layers in turn.
+        """
+        if self.family != "albert":
+            return tuple(range(self.num_layers))
+        steps_per_group = self.num_layers // self.num_hidden_groups
+        return tuple(
+            (step // steps_per_group) * self.inner_group_num + inner
+            for step in range(self.num_layers)
+            for inner in range(self.inner_group_num))
+
+    @property
+    def has_pooler(self) -> bool:
+        return self.family != "electra"
+
+    def replace(self, **changes) -> "EncoderConfig":
+        """A copy with some fields changed, validated again."""
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise ValueError(f"EncoderConfig has no field(s) {unknown}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "EncoderConfig":
+        unknown = sorted(set(values) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"EncoderConfig has no field(s) {unknown}")
+        return cls(**values)

@@ -1,0 +1,16 @@
+"""Import weights from local Hugging Face checkpoints into kerasbert models."""
+
+from kerasbert.convert.checkpoint_files import CheckpointFileError, read_state_dict
+from kerasbert.convert.from_hf import UnsupportedArchitectureError, from_hf
+from kerasbert.convert.hf_config import HFConfigError, encoder_config_from_hf
+from kerasbert.convert.weights import WeightMismatchError
+
+__all__ = [
+    "CheckpointFileError",
+    "HFConfigError",
+    "UnsupportedArchitectureError",
+    "WeightMismatchError",
+    "encoder_config_from_hf",
+    "from_hf",
+    "read_state_dict",
+]

@@ -1,0 +1,80 @@
+"""`from_hf`: a kerasbert model from a local Hugging Face model directory."""
+
+import os
+
+from kerasbert.convert.checkpoint_files import read_state_dict
+from kerasbert.convert.hf_config import BASE_MODEL_PREFIX, encoder_config_from_hf, read_hf_config
+from kerasbert.convert.hf_names import IGNORED_BUFFERS, encoder_name_map, normalize_hf_name
+from kerasbert.convert.weights import assign_weights
+from kerasbert.models.encoder import build_encoder
+
+# The bare-encoder architecture of each family.
+ENCODER_ARCHITECTURES = {
+    "bert": "BertModel",
+    "roberta": "RobertaModel",
+    "albert": "AlbertModel",
+    "electra": "ElectraModel",
+}
+
+
+class UnsupportedArchitectureError(ValueError):
+    """A checkpoint whose architecture kerasbert cannot import (yet)."""
+
+
+def from_hf(directory, encoder_only=False):
+    """Import a local Hugging Face checkpoint as a kerasbert model with its weights.
+
+    `directory` holds `config.json` and `model.safetensors` (or sharded
+    safetensors, or `pytorch_model.bin`). The architecture that `config.json`
+    names decides the model returned: `BertModel`, `RobertaModel`,
+    `AlbertModel` and `ElectraModel` give an `Encoder`. With
+    `encoder_only=True`, any architecture of those families gives just its
+    encoder, and its head weights are deliberately left out.
+
+    Every checkpoint tensor must find a variable and every variable a tensor
+    of the same shape; otherwise a `WeightMismatchError` lists the differences.
+
+    Example (with a directory written by `transformers`' `save_pretrained`):
+
+        encoder = kerasbert.convert.from_hf("/models/bert-base-uncased", encoder_only=True)
+        outputs = encoder({"token_ids": ids, "segment_ids": segments, "padding_mask": mask})
+    """
+    directory = os.fspath(directory)
+    hf_config = read_hf_config(directory)
+    config_path = os.path.join(directory, "config.json")
+    config = encoder_config_from_hf(hf_config, source=config_path)
+    architectures = hf_config.get("architectures") or [ENCODER_ARCHITECTURES[config.family]]
+    architecture = architectures[0]
+    expected_stem = ENCODER_ARCHITECTURES[config.family][: -len("Model")]
+    if not architecture.startswith(expected_stem):
+        raise UnsupportedArchitectureError(
+            f"{config_path}: architecture {architecture!r} does not belong to model_type "
+            f"{config.family!r}")
+    is_encoder = architecture == ENCODER_ARCHITECTURES[config.family]
+    if not (is_encoder or encoder_only):
+        raise UnsupportedArchitectureError(
+            f"{config_path}: architecture {architecture!r} is not importable with its head yet; "
+            f"supported: {sorted(ENCODER_ARCHITECTURES.values())}. Pass encoder_only=True to "
+            "import just its encoder (the head weights are then left out).")
+
+    state = {normalize_hf_name(name): value for name, value in read_state_dict(directory).items()}
+    state = _encoder_tensors(state, BASE_MODEL_PREFIX[config.family], keep_heads=is_encoder)
+    encoder = build_encoder(config)
+    assign_weights(encoder, state, encoder_name_map(config), ignored=IGNORED_BUFFERS,
+                   source=f"checkpoint in {directory}")
+    return encoder
+
+
+def _encoder_tensors(state, prefix, keep_heads):
+    """The encoder's tensors with the base-model prefix (`bert.` etc.) removed.
+
+    A bare-encoder checkpoint keeps everything (so unexpected tensors are
+    reported); a checkpoint with heads keeps only the prefixed encoder part.
+    """
+    marker = prefix + "."
+    if not any(name.startswith(marker) for name in state):
+        return state
+    encoder = {name[len(marker):]: value for name, value in state.items() if name.startswith(marker)}
+    if keep_heads:
+        encoder.update({name: value for name, value in state.items() if not name.startswith(marker)})
+    return encoder

@@ -1,0 +1,71 @@
+"""Hugging Face `config.json` -> `EncoderConfig`."""
+
+import json
+import os
+
+from kerasbert.config import EncoderConfig
+
+BASE_MODEL_PREFIX = {"bert": "bert", "roberta": "roberta", "albert": "albert", "electra": "electra"}
+
+
+class HFConfigError(ValueError):
+    """A `config.json` that kerasbert cannot map to an encoder."""
+
+
+def read_hf_config(directory):
+    """The parsed `config.json` of a local Hugging Face model directory."""
+    path = os.path.join(directory, "config.json")
+    if not os.path.exists(path):
+        raise HFConfigError(f"{directory!r} has no config.json")
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except json.JSONDecodeError as error:
+        raise HFConfigError(f"{path}: invalid JSON ({error})") from None
+
+
+def encoder_config_from_hf(hf_config, source="config.json"):
+    """The `EncoderConfig` equal to a Hugging Face config dict of a supported family."""
+    family = hf_config.get("model_type")
+    if family not in BASE_MODEL_PREFIX:
+        raise HFConfigError(
+            f"{source}: model_type {family!r} is not one of the supported families "
+            f"{sorted(BASE_MODEL_PREFIX)}")
+    position_type = hf_config.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise HFConfigError(
+            f"{source}: position_embedding_type {position_type!r} is not supported (only 'absolute')")
+
+    def field(name, default=None):
+        if name in hf_config and hf_config[name] is not None:
+            return hf_config[name]
+        if default is None:
+            raise HFConfigError(f"{source}: required field {name!r} is missing")
+        return default
+
+    pad_token_id = field("pad_token_id", 1 if family == "roberta" else 0)
+    values = dict(
+        family=family,
+        vocab_size=field("vocab_size"),
+        hidden_size=field("hidden_size"),
+        num_layers=field("num_hidden_layers"),
+        num_heads=field("num_attention_heads"),
+        intermediate_size=field("intermediate_size"),
+        hidden_activation=field("hidden_act", "gelu"),
+        embedding_size=hf_config.get("embedding_size") or field("hidden_size"),
+        max_positions=field("max_position_embeddings", 512),
+        type_vocab_size=field("type_vocab_size", 2),
+        pad_token_id=pad_token_id,
+        position_offset=pad_token_id + 1 if family == "roberta" else 0,
+        layer_norm_epsilon=field("layer_norm_eps", 1e-12),
+        dropout=field("hidden_dropout_prob", 0.1),
+        attention_dropout=field("attention_probs_dropout_prob", 0.1),
+        initializer_range=field("initializer_range", 0.02),
+    )
+    if family == "albert":
+        values.update(num_hidden_groups=field("num_hidden_groups", 1),
+                      inner_group_num=field("inner_group_num", 1))
+    try:
+        return EncoderConfig(**values)
+    except ValueError as error:
+        raise HFConfigError(f"{source}: {error}") from None

@@ -1,0 +1,100 @@
+"""The name tables: Hugging Face module names -> kerasbert layer paths, one table per family.
+
+A table row is `(hf_module, kerasbert_layer, kind)`; `kind` fixes the
+parameter names on both sides (`LINEAR`: weight/bias -> kernel (transposed)/bias,
+`LAYER_NORM`: weight/bias -> gamma/beta, `EMBEDDING`: weight -> embeddings).
+`{n}` stands for a distinct transformer layer; ALBERT's rows use `{group}` and
+`{inner}` of that layer instead.
+"""
+
+LINEAR, LAYER_NORM, EMBEDDING = "linear", "layer_norm", "embedding"
+
+PARAMETERS = {
+    LINEAR: (("weight", "kernel"), ("bias", "bias")),
+    LAYER_NORM: (("weight", "gamma"), ("bias", "beta")),
+    EMBEDDING: (("weight", "embeddings"),),
+}
+
+# Checkpoint entries that are buffers, not weights: read and deliberately dropped.
+IGNORED_BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
+
+_EMBEDDINGS = (
+    ("embeddings.word_embeddings", "embeddings/token_embedding", EMBEDDING),
+    ("embeddings.position_embeddings", "embeddings/position_embedding", EMBEDDING),
+    ("embeddings.token_type_embeddings", "embeddings/segment_embedding", EMBEDDING),
+    ("embeddings.LayerNorm", "embeddings/layer_norm", LAYER_NORM),
+)
+
+_BERT_LAYER = (
+    ("encoder.layer.{n}.attention.self.query", "transformer_layer_{n}/attention/query", LINEAR),
+    ("encoder.layer.{n}.attention.self.key", "transformer_layer_{n}/attention/key", LINEAR),
+    ("encoder.layer.{n}.attention.self.value", "transformer_layer_{n}/attention/value", LINEAR),
+    ("encoder.layer.{n}.attention.output.dense", "transformer_layer_{n}/attention/output", LINEAR),
+    ("encoder.layer.{n}.attention.output.LayerNorm", "transformer_layer_{n}/attention_layer_norm",
+     LAYER_NORM),
+    ("encoder.layer.{n}.intermediate.dense", "transformer_layer_{n}/intermediate", LINEAR),
+    ("encoder.layer.{n}.output.dense", "transformer_layer_{n}/output", LINEAR),
+    ("encoder.layer.{n}.output.LayerNorm", "transformer_layer_{n}/output_layer_norm", LAYER_NORM),
+)
+
+_ALBERT_LAYER_PREFIX = "encoder.albert_layer_groups.{group}.albert_layers.{inner}"
+_ALBERT_LAYER = (
+    (_ALBERT_LAYER_PREFIX + ".attention.query", "transformer_layer_{n}/attention/query", LINEAR),
+    (_ALBERT_LAYER_PREFIX + ".attention.key", "transformer_layer_{n}/attention/key", LINEAR),
+    (_ALBERT_LAYER_PREFIX + ".attention.value", "transformer_layer_{n}/attention/value", LINEAR),
+    (_ALBERT_LAYER_PREFIX + ".attention.dense", "transformer_layer_{n}/attention/output", LINEAR),
+    (_ALBERT_LAYER_PREFIX + ".attention.LayerNorm", "transformer_layer_{n}/attention_layer_norm",
+     LAYER_NORM),
+    (_ALBERT_LAYER_PREFIX + ".ffn", "transformer_layer_{n}/intermediate", LINEAR),
+    (_ALBERT_LAYER_PREFIX + ".ffn_output", "transformer_layer_{n}/output", LINEAR),
+    (_ALBERT_LAYER_PREFIX + ".full_layer_layer_norm", "transformer_layer_{n}/output_layer_norm",
+     LAYER_NORM),
+)
+
+ENCODER_TABLES = {
+    "bert": {"embeddings": _EMBEDDINGS, "layer": _BERT_LAYER,
+             "pooler": (("pooler.dense", "pooler/dense", LINEAR),)},
+    "roberta": {"embeddings": _EMBEDDINGS, "layer": _BERT_LAYER,
+                "pooler": (("pooler.dense", "pooler/dense", LINEAR),)},
+    "albert": {"embeddings": _EMBEDDINGS + (
+                   ("encoder.embedding_hidden_mapping_in", "embeddings/projection", LINEAR),),
+               "layer": _ALBERT_LAYER,
+               "pooler": (("pooler", "pooler/dense", LINEAR),)},
+    "electra": {"embeddings": _EMBEDDINGS + (
+                    ("embeddings_project", "embeddings/projection", LINEAR),),
+                "layer": _BERT_LAYER,
+                "pooler": ()},
+}
+
+
+def encoder_name_map(config):
+    """`{hf_parameter_name: (kerasbert_variable_path, transpose)}` for an encoder of `config`."""
+    table = ENCODER_TABLES[config.family]
+    modules = [row for row in table["embeddings"]
+               if row[1] != "embeddings/projection" or config.has_embedding_projection]
+    for n in range(config.num_distinct_layers):
+        group, inner = divmod(n, config.inner_group_num)
+        modules += [(hf.format(n=n, group=group, inner=inner), ours.format(n=n), kind)
+                    for hf, ours, kind in table["layer"]]
+    if config.has_pooler:
+        modules += list(table["pooler"])
+    return expand_modules(modules)
+
+
+def expand_modules(modules):
+    """Expand `(hf_module, kerasbert_layer, kind)` rows to parameter-level name pairs."""
+    names = {}
+    for hf_module, our_layer, kind in modules:
+        for hf_parameter, our_variable in PARAMETERS[kind]:
+            names[f"{hf_module}.{hf_parameter}"] = (f"{our_layer}/{our_variable}", kind == LINEAR
+                                                    and our_variable == "kernel")
+    return names
+
+
+def normalize_hf_name(name):
+    """Map legacy parameter names (`LayerNorm.gamma`/`beta`) to the current ones."""
+    if name.endswith(".gamma"):
+        return name[: -len("gamma")] + "weight"
+    if name.endswith(".beta"):
+        return name[: -len("beta")] + "bias"
+    return name

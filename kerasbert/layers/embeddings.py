@@ -1,0 +1,135 @@
+"""Token + segment + position embeddings, LayerNorm, dropout and an optional E->H projection."""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class Embeddings(keras.layers.Layer):
+    """The input embeddings of a BERT-family encoder.
+
+    Sums token, segment and position embeddings of width `embedding_size`,
+    normalizes them, applies dropout and, when `projection_size` is set,
+    projects them to that width (ALBERT, ELECTRA small).
+
+    Positions are `0..seq-1` when `position_offset` is 0. A positive offset
+    numbers them RoBERTa's way: non-padding tokens (those that are not
+    `pad_token_id`) count up from `position_offset`, padding tokens get
+    `position_offset - 1`.
+
+    Example:
+    >>> import numpy as np
+    >>> layer = Embeddings(vocab_size=100, embedding_size=16, max_positions=32,
+    ...                    type_vocab_size=2, projection_size=32)
+    >>> ids = np.array([[5, 6, 7, 0]], dtype="int32")
+    >>> tuple(layer(ids, np.zeros_like(ids)).shape)
+    (1, 4, 32)
+    """
+
+    def __init__(
+        self,
+        vocab_size,
+        embedding_size,
+        max_positions,
+        type_vocab_size,
+        pad_token_id=0,
+        position_offset=0,
+        projection_size=None,
+        layer_norm_epsilon=1e-12,
+        dropout=0.0,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.embedding_size = embedding_size
+        self.max_positions = max_positions
+        self.type_vocab_size = type_vocab_size
+        self.pad_token_id = pad_token_id
+        self.position_offset = position_offset
+        self.projection_size = projection_size
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.token_embedding = keras.layers.Embedding(
+            vocab_size, embedding_size, embeddings_initializer=initializer,
+            dtype=self.dtype_policy, name="token_embedding")
+        self.position_embedding = keras.layers.Embedding(
+            max_positions, embedding_size, embeddings_initializer=initializer,
+            dtype=self.dtype_policy, name="position_embedding")
+        self.segment_embedding = keras.layers.Embedding(
+            type_vocab_size, embedding_size, embeddings_initializer=initializer,
+            dtype=self.dtype_policy, name="segment_embedding")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.projection = None
+        if projection_size is not None:
+            self.projection = keras.layers.Dense(
+                projection_size, kernel_initializer=initializer,
+                dtype=self.dtype_policy, name="projection")
+
+    def build(self, token_ids_shape, segment_ids_shape=None):
+        self.token_embedding.build(token_ids_shape)
+        self.position_embedding.build(token_ids_shape)
+        self.segment_embedding.build(token_ids_shape)
+        self.layer_norm.build(tuple(token_ids_shape) + (self.embedding_size,))
+        if self.projection is not None:
+            self.projection.build(tuple(token_ids_shape) + (self.embedding_size,))
+        self.built = True
+
+    def position_ids(self, token_ids):
+        """Position ids for `token_ids` ([batch, seq] int)."""
+        seq_length = ops.shape(token_ids)[1]
+        max_length = self.max_positions - self.position_offset
+        if isinstance(seq_length, int):
+            if seq_length > max_length:
+                raise ValueError(
+                    f"Sequence length {seq_length} exceeds the {max_length} positions this "
+                    f"encoder can number (max_positions={self.max_positions}, "
+                    f"position_offset={self.position_offset})")
+        else:
+            tf.debugging.assert_less_equal(
+                seq_length, max_length,
+                message=f"Sequence length exceeds the {max_length} positions this encoder "
+                        f"can number (max_positions={self.max_positions}, "
+                        f"position_offset={self.position_offset})")
+        if self.position_offset == 0:
+            return ops.expand_dims(ops.arange(seq_length, dtype="int32"), 0)
+        is_token = ops.cast(ops.not_equal(token_ids, self.pad_token_id), "int32")
+        return ops.cumsum(is_token, axis=1) * is_token + (self.position_offset - 1)
+
+    def call(self, token_ids, segment_ids, training=None):
+        embeddings = (
+            self.token_embedding(token_ids)
+            + self.segment_embedding(segment_ids)
+            + self.position_embedding(self.position_ids(token_ids))
+        )
+        embeddings = self.layer_norm(embeddings)
+        embeddings = self.dropout_layer(embeddings, training=training)
+        if self.projection is not None:
+            embeddings = self.projection(embeddings)
+        return embeddings
+
+    def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
+        width = self.projection_size or self.embedding_size
+        return tuple(token_ids_shape) + (width,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "vocab_size": self.vocab_size,
+            "embedding_size": self.embedding_size,
+            "max_positions": self.max_positions,
+            "type_vocab_size": self.type_vocab_size,
+            "pad_token_id": self.pad_token_id,
+            "position_offset": self.position_offset,
+            "projection_size": self.projection_size,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "dropout": self.dropout,
+            "initializer_range": self.initializer_range,
+        })
+        return config

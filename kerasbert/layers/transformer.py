@@ -1,0 +1,97 @@
+"""The post-LayerNorm transformer block of BERT, RoBERTa, ALBERT and ELECTRA."""
+
+import keras
+
+from kerasbert.layers.activations import get_activation
+from kerasbert.layers.attention import MultiHeadSelfAttention
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class TransformerLayer(keras.layers.Layer):
+    """Self-attention and a feed-forward network, each followed by residual + LayerNorm.
+
+    `x = LN(x + dropout(attention(x)))`, then
+    `x = LN(x + dropout(W2 act(W1 x)))`, as in the original BERT.
+
+    Example:
+    >>> import numpy as np
+    >>> block = TransformerLayer(num_heads=2, hidden_size=8, intermediate_size=16)
+    >>> x = np.random.rand(2, 5, 8).astype("float32")
+    >>> mask = np.ones((2, 5), dtype="int32")
+    >>> tuple(block(x, mask).shape)
+    (2, 5, 8)
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        hidden_size,
+        intermediate_size,
+        hidden_activation="gelu",
+        layer_norm_epsilon=1e-12,
+        dropout=0.0,
+        attention_dropout=0.0,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.hidden_activation = hidden_activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.initializer_range = initializer_range
+        self.activation = get_activation(hidden_activation)
+
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        policy = self.dtype_policy
+        self.attention = MultiHeadSelfAttention(
+            num_heads, hidden_size, dropout=attention_dropout,
+            initializer_range=initializer_range, dtype=policy, name="attention")
+        self.attention_output_dropout = keras.layers.Dropout(
+            dropout, dtype=policy, name="attention_output_dropout")
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, kernel_initializer=initializer, dtype=policy, name="intermediate")
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=initializer, dtype=policy, name="output")
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="output_layer_norm")
+
+    def build(self, inputs_shape, padding_mask_shape=None):
+        inputs_shape = tuple(inputs_shape)
+        self.attention.build(inputs_shape)
+        self.attention_layer_norm.build(inputs_shape)
+        self.intermediate.build(inputs_shape)
+        self.output_dense.build(inputs_shape[:-1] + (self.intermediate_size,))
+        self.output_layer_norm.build(inputs_shape)
+        self.built = True
+
+    def call(self, inputs, padding_mask, training=None):
+        attended = self.attention(inputs, padding_mask, training=training)
+        attended = self.attention_output_dropout(attended, training=training)
+        hidden = self.attention_layer_norm(inputs + attended)
+        feed_forward = self.output_dense(self.activation(self.intermediate(hidden)))
+        feed_forward = self.output_dropout(feed_forward, training=training)
+        return self.output_layer_norm(hidden + feed_forward)
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
+        return tuple(inputs_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "num_heads": self.num_heads,
+            "hidden_size": self.hidden_size,
+            "intermediate_size": self.intermediate_size,
+            "hidden_activation": self.hidden_activation,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "initializer_range": self.initializer_range,
+        })
+        return config

@@ -1,0 +1,191 @@
+"""The encoder: one functional model for BERT, RoBERTa, ALBERT and ELECTRA."""
+
+from collections.abc import Mapping
+
+import keras
+
+from kerasbert.config import EncoderConfig
+from kerasbert.layers import Embeddings, Pooler, TransformerLayer
+
+INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+
+
+class InputDtypeError(TypeError, ValueError):
+    """An encoder input has a dtype other than integer.
+
+    It is both a `TypeError` (what it is) and a `ValueError` (what Keras
+    raises for incompatible inputs), so callers may catch either.
+    """
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class Encoder(keras.Model):
+    """A BERT-family encoder as a functional `keras.Model`.
+
+    Inputs: a dict of int32 `[batch, seq]` tensors `token_ids`, `segment_ids`
+    and `padding_mask` (1 for tokens, 0 for padding). Outputs: a dict with
+    `sequence_output` `[batch, seq, hidden]`, `pooled_output` `[batch, hidden]`
+    (every family but ELECTRA) and, with `output_hidden_states=True`,
+    `hidden_states`: the embedding output (after any projection) followed by
+    the output of every applied transformer layer.
+
+    Args:
+        config: an `EncoderConfig` (or its dict form).
+        output_hidden_states: also return every layer's hidden states.
+        dtype: a dtype policy for every layer, e.g. `"mixed_float16"`.
+
+    Example:
+    >>> import numpy as np
+    >>> from kerasbert import EncoderConfig
+    >>> cfg = EncoderConfig(family="bert", vocab_size=100, hidden_size=32,
+    ...                     num_layers=2, num_heads=2, intermediate_size=64)
+    >>> encoder = Encoder(cfg)
+    >>> ids = np.array([[2, 7, 9, 3, 0]], dtype="int32")
+    >>> out = encoder({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+    ...                "padding_mask": (ids != 0).astype("int32")})
+    >>> tuple(out["sequence_output"].shape), tuple(out["pooled_output"].shape)
+    ((1, 5, 32), (1, 32))
+    """
+
+    def __init__(self, config, output_hidden_states=False, dtype=None, **kwargs):
+        if isinstance(config, Mapping):
+            config = EncoderConfig.from_dict(dict(config))
+        if not isinstance(config, EncoderConfig):
+            raise TypeError(f"config must be an EncoderConfig, got {type(config).__name__}")
+
+        # === Layers ===
+        embeddings = Embeddings(
+            vocab_size=config.vocab_size,
+            embedding_size=config.embedding_size,
+            max_positions=config.max_positions,
+            type_vocab_size=config.type_vocab_size,
+            pad_token_id=config.pad_token_id,
+            position_offset=config.position_offset,
+            projection_size=config.hidden_size if config.has_embedding_projection else None,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            dropout=config.dropout,
+            initializer_range=config.initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        transformer_layers = [
+            TransformerLayer(
+                num_heads=config.num_heads,
+                hidden_size=config.hidden_size,
+                intermediate_size=config.intermediate_size,
+                hidden_activation=config.hidden_activation,
+                layer_norm_epsilon=config.layer_norm_epsilon,
+                dropout=config.dropout,
+                attention_dropout=config.attention_dropout,
+                initializer_range=config.initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{index}",
+            )
+            for index in range(config.num_distinct_layers)
+        ]
+        pooler = None
+        if config.has_pooler:
+            pooler = Pooler(config.hidden_size, config.initializer_range, dtype=dtype, name="pooler")
+
+        # === Functional graph ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        hidden = embeddings(inputs["token_ids"], inputs["segment_ids"])
+        hidden_states = [hidden]
+        for index in config.layer_schedule:
+            hidden = transformer_layers[index](hidden, inputs["padding_mask"])
+            hidden_states.append(hidden)
+        outputs = {"sequence_output": hidden}
+        if pooler is not None:
+            outputs["pooled_output"] = pooler(hidden)
+        if output_hidden_states:
+            outputs["hidden_states"] = hidden_states
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.config = config
+        self.output_hidden_states = output_hidden_states
+        self.embeddings = embeddings
+        self.transformer_layers = transformer_layers
+        self.pooler = pooler
+        if dtype is not None:
+            self.dtype_policy = keras.dtype_policies.get(dtype)
+
+    @property
+    def token_embedding(self):
+        """The token embedding layer (MLM heads tie their decoder to it)."""
+        return self.embeddings.token_embedding
+
+    def __call__(self, inputs, *args, **kwargs):
+        check_encoder_inputs(inputs, self.config)
+        if not any(keras.backend.is_keras_tensor(inputs[name]) for name in INPUT_NAMES):
+            inputs = {name: keras.ops.cast(inputs[name], "int32") for name in INPUT_NAMES}
+        return super().__call__(inputs, *args, **kwargs)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "config": self.config.to_dict(),
+            "output_hidden_states": self.output_hidden_states,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+
+def check_encoder_inputs(inputs, config):
+    """Raise a clear error unless `inputs` is a valid encoder input dict for `config`."""
+    if not isinstance(inputs, Mapping):
+        raise ValueError(
+            f"Encoder inputs must be a dict with keys {list(INPUT_NAMES)}, "
+            f"got {type(inputs).__name__}")
+    missing = [name for name in INPUT_NAMES if name not in inputs]
+    unexpected = sorted(set(inputs) - set(INPUT_NAMES))
+    if missing or unexpected:
+        raise ValueError(
+            f"Encoder inputs must have exactly the keys {list(INPUT_NAMES)}; "
+            f"missing {missing}, unexpected {unexpected}")
+    shapes = {}
+    for name in INPUT_NAMES:
+        value = inputs[name]
+        shape = getattr(value, "shape", None)
+        dtype = getattr(value, "dtype", None)
+        if shape is None or dtype is None:
+            raise ValueError(f"Encoder input '{name}' must be a tensor or array, got {type(value).__name__}")
+        dtype = keras.backend.standardize_dtype(dtype)
+        if not (dtype.startswith("int") or dtype.startswith("uint")):
+            raise InputDtypeError(f"Encoder input '{name}' must have an integer dtype (int32), got {dtype}")
+        if len(shape) != 2:
+            raise ValueError(
+                f"Encoder input '{name}' must have rank 2 [batch, seq], got shape {tuple(shape)}")
+        shapes[name] = tuple(shape)
+    for axis, label in ((0, "batch size"), (1, "sequence length")):
+        sizes = {name: shape[axis] for name, shape in shapes.items() if shape[axis] is not None}
+        if len(set(sizes.values())) > 1:
+            raise ValueError(f"Encoder inputs disagree on {label}: {sizes}")
+    seq_length = shapes["token_ids"][1]
+    if seq_length is not None and seq_length > config.max_sequence_length:
+        raise ValueError(
+            f"Encoder input 'token_ids' has sequence length {seq_length}, longer than the "
+            f"{config.max_sequence_length} positions this encoder supports "
+            f"(max_positions={config.max_positions}, position_offset={config.position_offset})")
+
+
+def build_encoder(config, output_hidden_states=False, dtype=None, name=None):
+    """Build a randomly initialized `Encoder` for `config` (an `EncoderConfig`).
+
+    Example:
+    >>> from kerasbert import EncoderConfig
+    >>> cfg = EncoderConfig(family="electra", vocab_size=100, hidden_size=32,
+    ...                     embedding_size=16, num_layers=2, num_heads=2,
+    ...                     intermediate_size=64)
+    >>> sorted(build_encoder(cfg).output)
+    ['sequence_output']
+    """
+    kwargs = {"name": name} if name else {}
+    return Encoder(config, output_hidden_states=output_hidden_states, dtype=dtype, **kwargs)

@@ -1,0 +1,46 @@
+"""Packaging for kerasbert.
+
+`zoo/` and `export/` live at the top of the repository and install as the
+subpackages `kerasbert.zoo` and `kerasbert.export`.
+"""
+
+from setuptools import find_packages, setup
+
+LIBRARY_PACKAGES = find_packages(include=["kerasbert", "kerasbert.*"])
+MAPPED_PACKAGES = {"kerasbert.zoo": "zoo", "kerasbert.export": "export"}
+
+setup(
+    name="kerasbert",
+    version="0.1.0",
+    description="Keras 3 / TensorFlow models, data pipelines, training and export for BERT, "
+                "RoBERTa, ALBERT and ELECTRA.",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10,<3.13",
+    packages=LIBRARY_PACKAGES + list(MAPPED_PACKAGES),
+    package_dir={"kerasbert": "kerasbert", **MAPPED_PACKAGES},
+    install_requires=[
+        "tensorflow>=2.21,<2.22",
+        "tensorflow-text>=2.21,<2.22",
+        "keras>=3.15,<4",
+        "keras-hub>=0.32,<0.33",
+        "tf2onnx>=1.17,<1.18",
+        "onnxruntime>=1.31,<2",
+        "absl-py>=2.1",
+        "numpy>=1.26",
+        "safetensors>=0.4",
+    ],
+    extras_require={
+        "test": [
+            "pytest>=8",
+            "torch==2.13.0",
+            "transformers>=5.0,<6",
+            "tokenizers>=0.22",
+        ],
+    },
+    entry_points={
+        "console_scripts": [
+            "kerasbert-demo=kerasbert.cli.demo:run",
+        ],
+    },
+)
