@@ -10,6 +10,8 @@ def inference_function(model, jit_compile=True):
 
     The function is traced once for any batch size and sequence length (XLA
     compiles once per distinct shape) and returns the model's output dict.
+    Sequence lengths beyond the model's positions fail before the compiled
+    part runs (XLA would otherwise clamp the position lookup silently).
     This is the path kerasbert's latency benchmark measures.
 
     Example:
@@ -24,8 +26,19 @@ def inference_function(model, jit_compile=True):
     """
     signature = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
 
-    @tf.function(input_signature=[signature], jit_compile=jit_compile, autograph=False)
-    def infer(inputs):
+    max_length = model.config.max_sequence_length
+
+    @tf.function(jit_compile=jit_compile, autograph=False)
+    def compiled(inputs):
         return model(inputs, training=False)
+
+    @tf.function(input_signature=[signature], autograph=False)
+    def infer(inputs):
+        length = tf.shape(inputs["token_ids"])[1]
+        check = tf.debugging.assert_less_equal(
+            length, max_length,
+            message=f"Sequence length exceeds the {max_length} positions of {model.name}")
+        with tf.control_dependencies([check]):
+            return compiled(inputs)
 
     return infer

@@ -1,0 +1,84 @@
+"""Tiny configurations, inputs and Hugging Face reference checkpoints shared by the tests."""
+
+import numpy as np
+
+from kerasbert import EncoderConfig
+
+_SMALL = dict(vocab_size=120, hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
+              max_positions=64)
+
+# One tiny config per family, each with its family's distinguishing features.
+TINY_CONFIGS = {
+    "bert": EncoderConfig(family="bert", **_SMALL),
+    "roberta": EncoderConfig(family="roberta", **dict(_SMALL, max_positions=66), type_vocab_size=1,
+                             pad_token_id=1, position_offset=2, layer_norm_epsilon=1e-5),
+    "albert": EncoderConfig(family="albert", **dict(_SMALL, num_layers=4), embedding_size=16,
+                            hidden_activation="gelu_new", num_hidden_groups=2, inner_group_num=2),
+    "electra": EncoderConfig(family="electra", **_SMALL, embedding_size=16),
+}
+
+
+def random_inputs(config, batch=3, seq=10, seed=0):
+    """Encoder inputs with right padding, a sentence pair (where segments exist) and [CLS]-like starts."""
+    rng = np.random.default_rng(seed)
+    low = config.pad_token_id + 2
+    token_ids = rng.integers(low, config.vocab_size, size=(batch, seq)).astype("int32")
+    lengths = np.linspace(seq, max(2, seq // 3), batch).astype(int)
+    padding_mask = (np.arange(seq)[None, :] < lengths[:, None]).astype("int32")
+    token_ids = np.where(padding_mask == 1, token_ids, config.pad_token_id).astype("int32")
+    segment_ids = np.zeros_like(token_ids)
+    if config.type_vocab_size > 1:
+        for row, length in enumerate(lengths):
+            segment_ids[row, length // 2:length] = 1
+    return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
+
+
+def hf_config(family, **overrides):
+    """A small `transformers` config of `family` (random weights are made from it)."""
+    import transformers
+
+    values = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=37, max_position_embeddings=64, hidden_dropout_prob=0.0,
+                  attention_probs_dropout_prob=0.0)
+    config_class = {
+        "bert": transformers.BertConfig,
+        "roberta": transformers.RobertaConfig,
+        "albert": transformers.AlbertConfig,
+        "electra": transformers.ElectraConfig,
+    }[family]
+    if family == "roberta":
+        values.update(max_position_embeddings=66, type_vocab_size=1, pad_token_id=1,
+                      layer_norm_eps=1e-5)
+    if family == "albert":
+        values.update(embedding_size=16, hidden_act="gelu_new")
+    values.update(overrides)
+    return config_class(**values)
+
+
+def save_hf_model(model_class_name, config, directory, seed=0, safe_serialization=True):
+    """Build `transformers.<model_class_name>` with random weights, save it to `directory`, return it."""
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    model = getattr(transformers, model_class_name)(config)
+    with torch.no_grad():  # random, non-trivial LayerNorm and bias values
+        for name, parameter in model.named_parameters():
+            if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
+                parameter.add_(0.1 * torch.randn_like(parameter))
+    model.eval()
+    model.save_pretrained(directory, safe_serialization=safe_serialization)
+    return model
+
+
+def hf_outputs(model, inputs):
+    """Run a `transformers` encoder on kerasbert-style numpy inputs."""
+    import torch
+
+    with torch.no_grad():
+        return model(
+            input_ids=torch.tensor(inputs["token_ids"], dtype=torch.long),
+            token_type_ids=torch.tensor(inputs["segment_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(inputs["padding_mask"], dtype=torch.long),
+            output_hidden_states=True,
+        )
