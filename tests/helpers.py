@@ -55,7 +55,7 @@ def hf_config(family, **overrides):
     return config_class(**values)
 
 
-def save_hf_model(model_class_name, config, directory, seed=0, safe_serialization=True):
+def save_hf_model(model_class_name, config, directory, seed=0, max_shard_size="50GB"):
     """Build `transformers.<model_class_name>` with random weights, save it to `directory`, return it."""
     import torch
     import transformers
@@ -67,7 +67,7 @@ def save_hf_model(model_class_name, config, directory, seed=0, safe_serializatio
             if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
                 parameter.add_(0.1 * torch.randn_like(parameter))
     model.eval()
-    model.save_pretrained(directory, safe_serialization=safe_serialization)
+    model.save_pretrained(directory, max_shard_size=max_shard_size)
     return model
 
 
