@@ -23,7 +23,8 @@ class EncoderConfig:
     - `position_offset`: 0 for plain positions `0..seq-1`; RoBERTa uses
       `pad_token_id + 1`, numbering non-padding tokens from the offset and
       giving padding tokens the position `position_offset - 1`.
-    - ELECTRA has no pooler (`has_pooler` is False for that family).
+    - `use_pooler`: whether the encoder has the tanh pooler over [CLS];
+      by default every family but ELECTRA has one.
 
     Every field is validated on creation; a bad value raises `ValueError`
     naming the field.
@@ -55,10 +56,13 @@ class EncoderConfig:
     dropout: float = 0.1
     attention_dropout: float = 0.1
     initializer_range: float = 0.02
+    use_pooler: Optional[bool] = None
 
     def __post_init__(self):
         if self.embedding_size is None:
             object.__setattr__(self, "embedding_size", self.hidden_size)
+        if self.use_pooler is None:
+            object.__setattr__(self, "use_pooler", self.family != "electra")
         self._validate()
 
     def _validate(self):
@@ -102,6 +106,8 @@ class EncoderConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"EncoderConfig.{name} must be a positive number, got {value!r}")
+        if not isinstance(self.use_pooler, bool):
+            raise ValueError(f"EncoderConfig.use_pooler must be True or False, got {self.use_pooler!r}")
         for name in ("dropout", "attention_dropout"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 <= value < 1:
@@ -141,10 +147,6 @@ class EncoderConfig:
             (step // steps_per_group) * self.inner_group_num + inner
             for step in range(self.num_layers)
             for inner in range(self.inner_group_num))
-
-    @property
-    def has_pooler(self) -> bool:
-        return self.family != "electra"
 
     def replace(self, **changes) -> "EncoderConfig":
         """A copy with some fields changed, validated again."""

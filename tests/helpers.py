@@ -37,9 +37,11 @@ def hf_config(family, **overrides):
     """A small `transformers` config of `family` (random weights are made from it)."""
     import transformers
 
+    # initializer_range 0.2 (not 0.02) makes activations large enough that an exact vs tanh
+    # GELU mix-up shows at ~1e-3, far above the 1e-5 parity tolerance.
     values = dict(vocab_size=120, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                   intermediate_size=37, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                  attention_probs_dropout_prob=0.0)
+                  attention_probs_dropout_prob=0.0, initializer_range=0.2)
     config_class = {
         "bert": transformers.BertConfig,
         "roberta": transformers.RobertaConfig,
@@ -51,6 +53,8 @@ def hf_config(family, **overrides):
                       layer_norm_eps=1e-5)
     if family == "albert":
         values.update(embedding_size=16, hidden_act="gelu_new")
+    if family == "electra":
+        values.update(embedding_size=48)
     values.update(overrides)
     return config_class(**values)
 

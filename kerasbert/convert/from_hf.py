@@ -29,7 +29,9 @@ def from_hf(directory, encoder_only=False):
     names decides the model returned: `BertModel`, `RobertaModel`,
     `AlbertModel` and `ElectraModel` give an `Encoder`. With
     `encoder_only=True`, any architecture of those families gives just its
-    encoder, and its head weights are deliberately left out.
+    encoder, and its head weights are deliberately left out. A checkpoint
+    without pooler weights (`*ForMaskedLM` models have none) gives an encoder
+    without a pooler rather than one with a random pooler.
 
     Every checkpoint tensor must find a variable and every variable a tensor
     of the same shape; otherwise a `WeightMismatchError` lists the differences.
@@ -59,6 +61,8 @@ def from_hf(directory, encoder_only=False):
 
     state = {normalize_hf_name(name): value for name, value in read_state_dict(directory).items()}
     state = _encoder_tensors(state, BASE_MODEL_PREFIX[config.family], keep_heads=is_encoder)
+    if config.use_pooler and not any(name.startswith("pooler.") for name in state):
+        config = config.replace(use_pooler=False)  # e.g. *ForMaskedLM encoders have no pooler
     encoder = build_encoder(config)
     assign_weights(encoder, state, encoder_name_map(config), ignored=IGNORED_BUFFERS,
                    source=f"checkpoint in {directory}")

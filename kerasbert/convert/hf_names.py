@@ -76,7 +76,7 @@ def encoder_name_map(config):
         group, inner = divmod(n, config.inner_group_num)
         modules += [(hf.format(n=n, group=group, inner=inner), ours.format(n=n), kind)
                     for hf, ours, kind in table["layer"]]
-    if config.has_pooler:
+    if config.use_pooler:
         modules += list(table["pooler"])
     return expand_modules(modules)
 

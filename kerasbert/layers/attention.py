@@ -1,6 +1,7 @@
 """Multi-head self-attention with a padding mask."""
 
 import math
+import warnings
 
 import keras
 from keras import ops
@@ -71,7 +72,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         scores = ops.cast(scores, "float32") + padding_mask_to_attention_bias(padding_mask)
-        probs = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        with warnings.catch_warnings():  # Keras warns on a length-1 softmax axis: valid here
+            warnings.simplefilter("ignore", UserWarning)
+            probs = ops.softmax(scores, axis=-1)
+        probs = ops.cast(probs, self.compute_dtype)
         probs = self.probs_dropout(probs, training=training)
 
         context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))

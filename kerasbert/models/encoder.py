@@ -84,7 +84,7 @@ class Encoder(keras.Model):
             for index in range(config.num_distinct_layers)
         ]
         pooler = None
-        if config.has_pooler:
+        if config.use_pooler:
             pooler = Pooler(config.hidden_size, config.initializer_range, dtype=dtype, name="pooler")
 
         # === Functional graph ===
