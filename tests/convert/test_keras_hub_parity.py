@@ -24,14 +24,13 @@ wrong activation would go unnoticed (see
 
 import os
 
+import keras_hub
 import numpy as np
 import pytest
+import torch
 
-keras_hub = pytest.importorskip("keras_hub")
-torch = pytest.importorskip("torch")
-
-import kerasbert  # noqa: E402
-from tests.helpers import hf_config, random_inputs, save_hf_model  # noqa: E402
+import kerasbert
+from tests.helpers import hf_config, random_inputs, save_hf_model
 
 TOLERANCE = 1e-5
 INITIALIZER_RANGE = 0.2

@@ -1,0 +1,55 @@
+"""The wheel installs `zoo/` and `export/` as `kerasbert.zoo` / `kerasbert.export`, and nothing at top level."""
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(out), str(ROOT)], check=True)
+    (path,) = out.glob("kerasbert-*.whl")
+    return path
+
+
+def test_wheel_layout(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
+    assert top_level == {"kerasbert"}
+    for module in ("kerasbert/zoo/__init__.py", "kerasbert/zoo/presets.py",
+                   "kerasbert/export/__init__.py", "kerasbert/convert/from_hf.py"):
+        assert module in names
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "kerasbert-demo = kerasbert.cli.demo:run" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+def test_installed_wheel_imports_from_site_packages(wheel, tmp_path):
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(target), str(wheel)], check=True)
+    code = ("import kerasbert, kerasbert.zoo, kerasbert.export; "
+            "print(kerasbert.zoo.__file__); print(kerasbert.zoo.list_presets()[0])")
+    env = dict(os.environ, PYTHONPATH=str(target), TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, check=True,
+                            capture_output=True, text=True)
+    zoo_file, first_preset = result.stdout.split()
+    assert zoo_file.startswith(str(target)) and first_preset == "albert_base_v2"
+
+
+def test_editable_install_resolves_mapped_packages():
+    """The development install (pip install -e .) maps kerasbert.zoo to the top-level zoo/."""
+    code = "import kerasbert.zoo, kerasbert.export; print(kerasbert.zoo.__file__, kerasbert.export.__file__)"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    result = subprocess.run([sys.executable, "-c", code], env=env, cwd="/", check=True,
+                            capture_output=True, text=True)
+    zoo_file, export_file = result.stdout.split()
+    assert Path(zoo_file) == ROOT / "zoo" / "__init__.py"
+    assert Path(export_file) == ROOT / "export" / "__init__.py"
