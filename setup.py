@@ -4,14 +4,19 @@
 subpackages `kerasbert.zoo` and `kerasbert.export`.
 """
 
+import re
+
 from setuptools import find_packages, setup
+
+VERSION = re.search(r'^__version__ = "([^"]+)"', open("kerasbert/__init__.py", encoding="utf-8").read(),
+                    re.MULTILINE).group(1)
 
 LIBRARY_PACKAGES = find_packages(include=["kerasbert", "kerasbert.*"])
 MAPPED_PACKAGES = {"kerasbert.zoo": "zoo", "kerasbert.export": "export"}
 
 setup(
     name="kerasbert",
-    version="0.1.0",
+    version=VERSION,
     description="Keras 3 / TensorFlow models, data pipelines, training and export for BERT, "
                 "RoBERTa, ALBERT and ELECTRA.",
     long_description=open("README.md", encoding="utf-8").read(),

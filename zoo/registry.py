@@ -41,11 +41,13 @@ def get_config(name):
     return EncoderConfig(**PRESETS[_checked(name)][1])
 
 
-def build(name, **overrides):
-    """A randomly initialized encoder with preset `name`'s architecture.
+def build(preset, /, **overrides):
+    """A randomly initialized encoder with the architecture of `preset`.
 
     `overrides` change `EncoderConfig` fields (e.g. `num_layers=2`) or pass
-    `output_hidden_states`, `dtype` and `name` on to `build_encoder`.
+    `output_hidden_states`, `dtype` and `name` on to `build_encoder`. Fields
+    derived from others keep following them: overriding `hidden_size` of a
+    BERT preset also changes its embedding size, as the preset sets none.
 
     Example:
     >>> encoder = build("bert_tiny_uncased", num_layers=1)
@@ -53,7 +55,7 @@ def build(name, **overrides):
     1
     """
     build_arguments = {key: overrides.pop(key) for key in _BUILD_ARGUMENTS if key in overrides}
-    config = get_config(name).replace(**overrides)
+    config = EncoderConfig.from_dict({**PRESETS[_checked(preset)][1], **overrides})
     return build_encoder(config, **build_arguments)
 
 

@@ -353,13 +353,11 @@ def test_build_overrides_give_a_smaller_valid_encoder(name):
     preset = zoo.get_config(name)
     hidden_size = 8 * preset.num_heads  # keeps each preset's head count
     overrides = dict(num_layers=2, hidden_size=hidden_size)
-    if family in ("bert", "roberta"):
-        # Their embeddings are hidden_size wide; say so, as `get_config` has fixed
-        # embedding_size at the preset's hidden size (see the xfail test below).
-        overrides["embedding_size"] = hidden_size
     encoder = zoo.build(name, **overrides, output_hidden_states=True)
 
     config = encoder.config
+    if family in ("bert", "roberta"):  # their embeddings follow the hidden size
+        overrides["embedding_size"] = hidden_size
     assert config == preset.replace(**overrides)
     assert zoo.get_config(name) == preset  # the preset itself is untouched
     assert len(encoder.transformer_layers) == (1 if family == "albert" else 2)
@@ -382,9 +380,6 @@ def test_build_overrides_give_a_smaller_valid_encoder(name):
 
 
 @pytest.mark.usefixtures("reset_keras")
-@pytest.mark.xfail(strict=True, reason="get_config fills embedding_size=hidden_size in, so a "
-                                       "hidden_size override keeps the preset's embedding width "
-                                       "and adds an E->H projection BERT/RoBERTa do not have")
 @pytest.mark.parametrize("name", ["bert_base_uncased", "roberta_base"])
 def test_hidden_size_override_keeps_bert_and_roberta_unprojected(name):
     family = _family(name)
@@ -396,9 +391,6 @@ def test_hidden_size_override_keeps_bert_and_roberta_unprojected(name):
 
 
 @pytest.mark.usefixtures("reset_keras")
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="zoo.build(name, **overrides) takes the preset as `name`, so the "
-                          "documented `name=` build argument collides with it")
 def test_build_passes_name_on_to_the_encoder():
     with _shape_only_build():
         encoder = zoo.build("bert_tiny_uncased", name="my_encoder")
