@@ -255,3 +255,13 @@ def test_docstring_examples_run():
         result = doctest.testmod(module)
         assert result.failed == 0, f"{module.__name__}: {result.failed} doctest(s) failed"
         assert result.attempted > 0, f"{module.__name__} has no runnable example"
+
+
+def test_exact_gelu_does_not_lower_to_erfc():
+    """tf2onnx cannot convert `Erfc`; the exact GELU must be written with `Erf`."""
+    encoder = build_encoder(TINY_CONFIGS["bert"])
+    graph = inference_function(encoder, jit_compile=False).get_concrete_function().graph
+    op_types = {op.type for function in graph.as_graph_def().library.function
+                for op in function.node_def} | {op.type for op in graph.get_operations()}
+    assert "Erf" in op_types
+    assert "Erfc" not in op_types
