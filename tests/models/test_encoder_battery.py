@@ -261,7 +261,8 @@ def test_exact_gelu_does_not_lower_to_erfc():
     """tf2onnx cannot convert `Erfc`; the exact GELU must be written with `Erf`."""
     encoder = build_encoder(TINY_CONFIGS["bert"])
     graph = inference_function(encoder, jit_compile=False).get_concrete_function().graph
-    op_types = {op.type for function in graph.as_graph_def().library.function
-                for op in function.node_def} | {op.type for op in graph.get_operations()}
+    graph_def = graph.as_graph_def()
+    op_types = {node.op for node in graph_def.node} | {
+        node.op for function in graph_def.library.function for node in function.node_def}
     assert "Erf" in op_types
     assert "Erfc" not in op_types
