@@ -1,5 +1,9 @@
 """One battery of model checks run over every family's encoder (tiny configs)."""
 
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -266,3 +270,22 @@ def test_exact_gelu_does_not_lower_to_erfc():
         node.op for function in graph_def.library.function for node in function.node_def}
     assert "Erf" in op_types
     assert "Erfc" not in op_types
+
+
+def test_keras_file_reloads_in_a_fresh_process(tmp_path):
+    """A new process needs only `import kerasbert` (which registers the classes), no custom_objects."""
+    encoder = build_encoder(TINY_CONFIGS["albert"])
+    inputs = random_inputs(encoder.config)
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    np.save(tmp_path / "expected.npy", encoder(inputs)["sequence_output"])
+    encoder.save(tmp_path / "encoder.keras")
+    code = (
+        "import sys, numpy as np, keras, kerasbert\n"
+        "model = keras.models.load_model(sys.argv[1] + '/encoder.keras')\n"
+        "inputs = dict(np.load(sys.argv[1] + '/inputs.npz'))\n"
+        "diff = np.abs(model(inputs)['sequence_output'] - np.load(sys.argv[1] + '/expected.npy')).max()\n"
+        "print(type(model).__name__, diff)\n")
+    result = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                            text=True, check=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    name, diff = result.stdout.split()
+    assert name == "Encoder" and float(diff) == 0.0
