@@ -79,7 +79,7 @@ def _electra_backbone(directory):
 
     import transformers
 
-    hf = transformers.ElectraConfig.from_pretrained(directory)
+    hf = transformers.ElectraConfig.from_json_file(os.path.join(directory, "config.json"))
     backbone = keras_hub.models.ElectraBackbone(
         vocab_size=hf.vocab_size,
         num_layers=hf.num_hidden_layers,
