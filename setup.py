@@ -46,6 +46,7 @@ setup(
     entry_points={
         "console_scripts": [
             "kerasbert-demo=kerasbert.cli.demo:run",
+            "kerasbert-vocab=kerasbert.cli.vocab:run",
         ],
     },
 )

@@ -1,0 +1,47 @@
+"""`kerasbert-vocab`: train a tokenizer vocabulary from text files."""
+
+import glob
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+from absl import app, flags  # noqa: E402
+
+from kerasbert.tokenizers import vocabulary_training  # noqa: E402
+from kerasbert.tokenizers.text_files import count_lines  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("input_files", None, "Text files or globs (plain or gzip), one sentence or "
+                  "paragraph per line.", required=True)
+flags.DEFINE_enum("type", None, sorted(vocabulary_training.TRAINERS),
+                  "Vocabulary kind: wordpiece (BERT, ELECTRA), byte_pair (RoBERTa), "
+                  "sentence_piece (ALBERT).", required=True)
+flags.DEFINE_integer("vocab_size", None, "Vocabulary size (at most).", required=True)
+flags.DEFINE_string("output_dir", None, "Directory to write the vocabulary files to.", required=True)
+flags.DEFINE_boolean("lowercase", None, "Lower-case the text (default: the kind's usual setting).")
+flags.DEFINE_list("reserved_tokens", None, "Special tokens, first in the vocabulary "
+                  "(default: the kind's usual ones).")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    files = sorted({path for pattern in FLAGS.input_files for path in glob.glob(pattern)})
+    if not files:
+        raise app.UsageError(f"--input_files matched no file: {FLAGS.input_files}")
+    bar = keras.utils.Progbar(count_lines(files), unit_name="line")
+    options = {key: value for key, value in (("lowercase", FLAGS.lowercase),
+                                             ("reserved_tokens", FLAGS.reserved_tokens))
+               if value is not None}
+    written = vocabulary_training.train(FLAGS.type, files, FLAGS.vocab_size, FLAGS.output_dir,
+                                        progress=bar.add, **options)
+    print(f"\nWrote {', '.join(written)}")
+
+
+def run():
+    app.run(main)
+
+
+if __name__ == "__main__":
+    run()

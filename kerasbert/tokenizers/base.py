@@ -1,0 +1,113 @@
+"""The tokenizer base class: vocabulary, special tokens, and text -> packed encoder inputs."""
+
+import keras
+import tensorflow as tf
+
+from kerasbert.tokenizers.packing import SpecialTokenLayout, pack
+from kerasbert.tokenizers.text_inputs import to_text_tensor
+
+
+class VocabularyError(ValueError):
+    """A vocabulary that cannot serve a tokenizer (missing special tokens, duplicates, ...)."""
+
+
+class Tokenizer(keras.layers.Layer):
+    """Base of kerasbert's in-graph tokenizers.
+
+    Subclasses set `special_tokens` (attribute name -> token string, e.g.
+    `{"cls": "[CLS]"}`), `pair_separators` and `second_segment_id`, and
+    implement `_tokenize(texts)` (1-D tf.string -> ragged int32 ids) and
+    `_detokenize(ids)`. Each special token's id is an attribute named
+    `<name>_token_id`. Calling the tokenizer tokenizes and packs one text or a
+    pair into `token_ids` / `segment_ids` / `padding_mask`.
+    """
+
+    pair_separators = 1
+    second_segment_id = 1
+
+    def __init__(self, vocabulary, special_tokens, source="vocabulary", **kwargs):
+        super().__init__(trainable=False, **kwargs)
+        # Strings in, ragged ids out: keep Keras from converting either.
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+        self.vocabulary = list(vocabulary)
+        self.special_tokens = dict(special_tokens)
+        self._token_to_id = _index_vocabulary(self.vocabulary, source)
+        missing = [token for token in self.special_tokens.values() if token not in self._token_to_id]
+        if missing:
+            raise VocabularyError(f"{source} lacks the special token(s) {missing}")
+        for name, token in self.special_tokens.items():
+            setattr(self, f"{name}_token_id", self._token_to_id[token])
+        self.layout = SpecialTokenLayout(
+            start_id=self.cls_token_id, end_id=self.sep_token_id, pad_id=self.pad_token_id,
+            pair_separators=self.pair_separators, second_segment_id=self.second_segment_id)
+
+    # --- vocabulary ---
+
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    @property
+    def special_token_ids(self):
+        return sorted(self._token_to_id[token] for token in self.special_tokens.values())
+
+    def id_to_token(self, token_id):
+        token_id = int(token_id)
+        if not 0 <= token_id < len(self.vocabulary):
+            raise ValueError(f"Token id {token_id} is outside the vocabulary [0, {len(self.vocabulary)})")
+        return self.vocabulary[token_id]
+
+    def token_to_id(self, token):
+        try:
+            return self._token_to_id[token]
+        except KeyError:
+            raise ValueError(f"Token {token!r} is not in the vocabulary") from None
+
+    # --- text <-> ids ---
+
+    def tokenize(self, texts):
+        """Ragged int32 ids `[batch, None]` of each text, without special tokens."""
+        return self._tokenize(to_text_tensor(texts))
+
+    def detokenize(self, token_ids):
+        """The text of each row of ids (ragged or dense `[batch, seq]`), as 1-D tf.string."""
+        if not isinstance(token_ids, tf.RaggedTensor):
+            token_ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(token_ids))
+        return self._detokenize(tf.cast(token_ids, tf.int32))
+
+    def call(self, texts, pair_texts=None, max_length=None, truncation="longest_first",
+             padding="max_length"):
+        """Tokenize and pack: `{"token_ids", "segment_ids", "padding_mask"}` int32 `[batch, seq]`."""
+        first = self.tokenize(texts)
+        second = None if pair_texts is None else self._tokenize(to_text_tensor(pair_texts, "pair_texts"))
+        if second is not None:
+            tf.debugging.assert_equal(first.nrows(), second.nrows(),
+                                      message="texts and pair_texts must have the same length")
+        return pack(first, second, self.layout, max_length=max_length, truncation=truncation,
+                    padding=padding)
+
+    def _tokenize(self, texts):
+        raise NotImplementedError
+
+    def _detokenize(self, token_ids):
+        raise NotImplementedError
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("trainable", None)
+        config.update({"vocabulary": list(self.vocabulary)})
+        return config
+
+
+def _index_vocabulary(vocabulary, source):
+    index = {}
+    for position, token in enumerate(vocabulary):
+        if token in index:
+            raise VocabularyError(
+                f"{source}: token {token!r} appears twice, as ids {index[token]} and {position} "
+                f"(lines {index[token] + 1} and {position + 1} of a vocabulary file)")
+        index[token] = position
+    if not index:
+        raise VocabularyError(f"{source} is empty")
+    return index

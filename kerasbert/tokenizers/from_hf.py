@@ -1,0 +1,98 @@
+"""`from_hf`: the right kerasbert tokenizer for a local Hugging Face tokenizer directory."""
+
+import json
+import os
+
+from kerasbert.tokenizers.base import VocabularyError
+from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
+
+_SPECIAL_KEYS = ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")
+
+
+def from_hf(directory):
+    """A tokenizer equal to the Hugging Face tokenizer saved in `directory`.
+
+    Reads, in this order of preference: `spiece.model` (SentencePiece, ALBERT),
+    `vocab.json` + `merges.txt` (byte-level BPE, RoBERTa), `vocab.txt`
+    (WordPiece, BERT and ELECTRA), or a `tokenizer.json` holding a WordPiece or
+    BPE model; settings (lower-casing, accents, special tokens) come from
+    `tokenizer_config.json` or the `tokenizer.json` normalizer.
+
+    Example (with a directory written by `transformers`' `save_pretrained`):
+
+        tokenizer = kerasbert.tokenizers.from_hf("/models/bert-base-uncased")
+        batch = tokenizer(["first text"], ["second text"], max_length=128)
+    """
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"Tokenizer directory {directory!r} does not exist")
+    files = set(os.listdir(directory))
+    config = _read_json(directory, "tokenizer_config.json") if "tokenizer_config.json" in files else {}
+    specials = _special_tokens(config)
+    if "vocab.txt" in files:
+        path = os.path.join(directory, "vocab.txt")
+        return WordPieceTokenizer(
+            read_vocab_txt(path), lowercase=config.get("do_lower_case", True),
+            strip_accents=config.get("strip_accents"),
+            split_cjk=config.get("tokenize_chinese_chars", True), source=path, **specials)
+    if "tokenizer.json" in files:
+        return _from_tokenizer_json(os.path.join(directory, "tokenizer.json"), specials)
+    raise FileNotFoundError(
+        f"No tokenizer files in {directory!r}: expected spiece.model, vocab.json + merges.txt, "
+        f"vocab.txt or tokenizer.json; found {sorted(files)}")
+
+
+def read_vocab_txt(path):
+    """The tokens of a WordPiece `vocab.txt`, one per line, in id order."""
+    with open(path, encoding="utf-8") as file:
+        return [line.rstrip("\n") for line in file]
+
+
+def _from_tokenizer_json(path, specials):
+    spec = _read_json(os.path.dirname(path), os.path.basename(path))
+    model = spec.get("model") or {}
+    if model.get("type") == "WordPiece":
+        normalizer = spec.get("normalizer") or {}
+        if normalizer.get("type") != "BertNormalizer" or model.get("continuing_subword_prefix") != "##":
+            raise VocabularyError(f"{path}: only BERT-style WordPiece (BertNormalizer, '##') is supported")
+        return WordPieceTokenizer(
+            _vocabulary_from_ids(model["vocab"], path), lowercase=normalizer.get("lowercase", True),
+            strip_accents=normalizer.get("strip_accents"),
+            split_cjk=normalizer.get("handle_chinese_chars", True),
+            max_chars_per_word=model.get("max_input_chars_per_word", 100), source=path,
+            **{**specials, "unk_token": model.get("unk_token", specials.get("unk_token", "[UNK]"))})
+    raise VocabularyError(f"{path}: tokenizer model type {model.get('type')!r} is not supported here")
+
+
+def _vocabulary_from_ids(token_to_id, source):
+    """A `{token: id}` mapping as a list in id order; ids must be exactly 0..n-1."""
+    by_id = {}
+    for token, token_id in token_to_id.items():
+        if token_id in by_id:
+            raise VocabularyError(f"{source}: id {token_id} is given to both {by_id[token_id]!r} "
+                                  f"and {token!r}")
+        by_id[token_id] = token
+    gaps = sorted(set(range(len(by_id))) - set(by_id))
+    if gaps:
+        raise VocabularyError(f"{source}: token ids are not 0..{len(by_id) - 1}; missing {gaps[:10]}")
+    return [by_id[i] for i in range(len(by_id))]
+
+
+def _special_tokens(config):
+    specials = {}
+    for key in _SPECIAL_KEYS:
+        value = config.get(key)
+        if isinstance(value, dict):
+            value = value.get("content")
+        if isinstance(value, str):
+            specials[key] = value
+    return specials
+
+
+def _read_json(directory, name):
+    path = os.path.join(directory, name)
+    try:
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+    except json.JSONDecodeError as error:
+        raise VocabularyError(f"{path}: invalid JSON ({error})") from None

@@ -1,0 +1,18 @@
+"""One entry point over the three vocabulary trainers, for the `kerasbert-vocab` binary."""
+
+import os
+
+from kerasbert.tokenizers.wordpiece_training import train_wordpiece
+
+TRAINERS = {
+    "wordpiece": (train_wordpiece, ("vocab.txt",)),
+}
+
+
+def train(kind, files, vocab_size, output_dir, progress=None, **options):
+    """Train a `kind` vocabulary on `files` into `output_dir`; return the paths written."""
+    if kind not in TRAINERS:
+        raise ValueError(f"Unknown vocabulary kind {kind!r}; expected one of {sorted(TRAINERS)}")
+    trainer, outputs = TRAINERS[kind]
+    trainer(files, vocab_size, output_dir=output_dir, progress=progress, **options)
+    return [os.path.join(output_dir, name) for name in outputs]

@@ -1,0 +1,97 @@
+"""BERT / ELECTRA WordPiece tokenization, in the TensorFlow graph."""
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from kerasbert.tokenizers.base import Tokenizer
+
+# The steps of the Hugging Face `tokenizers` BertNormalizer and BertPreTokenizer, as RE2 patterns.
+# Control characters (Unicode C* but tab, newline, carriage return), NUL and U+FFFD are dropped.
+_CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\p{Cf}\p{Co}\p{Cs}\x{fffd}]"
+# Characters with the Unicode White_Space property that survive the control filter.
+_WHITESPACE = r"[\t\n\r\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
+_CJK = (r"([\x{4e00}-\x{9fff}\x{3400}-\x{4dbf}\x{20000}-\x{2a6df}\x{2a700}-\x{2b73f}"
+        r"\x{2b740}-\x{2b81f}\x{2b820}-\x{2ceaf}\x{f900}-\x{faff}\x{2f800}-\x{2fa1f}])")
+# ASCII punctuation and symbols, and every Unicode punctuation character, each its own token.
+_PUNCTUATION = r"[!-/:-@\[-`{-~\p{P}]"
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class WordPieceTokenizer(Tokenizer):
+    """BERT's WordPiece tokenizer, exactly as Hugging Face's `BertTokenizerFast` tokenizes.
+
+    Normalization (control characters dropped, whitespace unified, CJK
+    characters split, optional accent stripping and lower-casing), splitting
+    on whitespace and punctuation, then WordPiece with `##` continuations;
+    words longer than `max_chars_per_word` become `[UNK]`. WordPiece runs on
+    tensorflow-text's `FastWordpieceTokenizer`.
+
+    Args:
+        vocabulary: the tokens, in id order (the lines of a `vocab.txt`).
+        lowercase: lower-case the text (uncased models).
+        strip_accents: remove accents after NFD; defaults to `lowercase`.
+        split_cjk: put CJK ideographs in tokens of their own.
+        max_chars_per_word: longer words become the unknown token.
+
+    Example:
+    >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick", "fox", "."]
+    >>> tokenizer = WordPieceTokenizer(vocab)
+    >>> tokenizer.tokenize(["The quick fox."]).to_list()
+    [[5, 6, 7, 8, 9]]
+    >>> tokenizer(["The fox"], max_length=6)["token_ids"].numpy().tolist()
+    [[2, 5, 8, 3, 0, 0]]
+    """
+
+    def __init__(self, vocabulary, lowercase=True, strip_accents=None, split_cjk=True,
+                 max_chars_per_word=100, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
+                 pad_token="[PAD]", mask_token="[MASK]", **kwargs):
+        special_tokens = {"pad": pad_token, "unk": unk_token, "cls": cls_token,
+                          "sep": sep_token, "mask": mask_token}
+        super().__init__(vocabulary, special_tokens, **kwargs)
+        self.lowercase = lowercase
+        self.strip_accents = lowercase if strip_accents is None else strip_accents
+        self.split_cjk = split_cjk
+        self.max_chars_per_word = max_chars_per_word
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=self.vocabulary, suffix_indicator="##", max_bytes_per_word=4 * max_chars_per_word,
+            token_out_type=tf.int32, unknown_token=unk_token, no_pretokenization=True,
+            support_detokenization=True)
+
+    def normalize(self, texts):
+        """The normalized text, as the BertNormalizer leaves it (1-D tf.string)."""
+        texts = tf.strings.regex_replace(texts, _CONTROL, "")
+        texts = tf.strings.regex_replace(texts, _WHITESPACE, " ")
+        if self.split_cjk:
+            texts = tf.strings.regex_replace(texts, _CJK, r" \1 ")
+        if self.strip_accents:
+            texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFD"), r"\p{Mn}", "")
+        if self.lowercase:
+            texts = tf.strings.lower(texts, encoding="utf-8")
+        return texts
+
+    def split_words(self, texts):
+        """Ragged words `[batch, None]` of normalized texts: whitespace and punctuation split."""
+        return tf_text.regex_split(texts, delim_regex_pattern=rf"\s+|{_PUNCTUATION}",
+                                   keep_delim_regex_pattern=_PUNCTUATION)
+
+    def _tokenize(self, texts):
+        words = self.split_words(self.normalize(texts))
+        too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.max_chars_per_word
+        flat_words = tf.where(too_long, self.special_tokens["unk"], words.flat_values)
+        pieces = self._wordpiece.tokenize(flat_words)
+        return words.with_flat_values(pieces).merge_dims(1, 2)
+
+    def _detokenize(self, token_ids):
+        return self._wordpiece.detokenize(token_ids)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "lowercase": self.lowercase,
+            "strip_accents": self.strip_accents,
+            "split_cjk": self.split_cjk,
+            "max_chars_per_word": self.max_chars_per_word,
+            **{f"{name}_token": token for name, token in self.special_tokens.items()},
+        })
+        return config
