@@ -14,6 +14,15 @@ from kerasbert.models.inference import inference_function
 
 @dataclasses.dataclass
 class DemoRow:
+    """One line of the main job's table.
+
+    Example:
+    >>> print(format_table([DemoRow("bert_tiny_uncased", 4385920, {"pooled_output": (2, 128)}, 0.0)]))
+    preset             parameters  output shapes           reload max-diff
+    -----------------  ----------  ----------------------  ---------------
+    bert_tiny_uncased  4,385,920   pooled_output (2, 128)  0.00e+00
+    """
+
     preset: str
     parameters: int
     output_shapes: dict

@@ -20,6 +20,15 @@ class Tokenizer(keras.layers.Layer):
     `_detokenize(ids)`. Each special token's id is an attribute named
     `<name>_token_id`. Calling the tokenizer tokenizes and packs one text or a
     pair into `token_ids` / `segment_ids` / `padding_mask`.
+
+    Example (with the WordPiece subclass):
+    >>> from kerasbert.tokenizers import WordPieceTokenizer
+    >>> tokenizer = WordPieceTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hi", "yo"])
+    >>> tokenizer.cls_token_id, tokenizer.id_to_token(5), tokenizer.token_to_id("yo")
+    (2, 'hi', 6)
+    >>> packed = tokenizer(["hi"], ["yo yo"], max_length=8)
+    >>> packed["token_ids"].numpy().tolist(), packed["padding_mask"].numpy().tolist()
+    ([[2, 5, 3, 6, 6, 3, 0, 0]], [[1, 1, 1, 1, 1, 1, 0, 0]])
     """
 
     pair_separators = 1

@@ -16,6 +16,13 @@ class SpecialTokenLayout:
     `[start] A [end]` for one text; `[start] A [end] * pair_separators B [end]`
     for two (BERT/ALBERT: 1 separator, RoBERTa: 2). Tokens of the second text
     and its closing token get `second_segment_id` (RoBERTa: 0, others: 1).
+
+    Example:
+    >>> import tensorflow as tf
+    >>> bert = SpecialTokenLayout(start_id=2, end_id=3, pad_id=0)
+    >>> packed = pack(tf.ragged.constant([[7, 8]]), tf.ragged.constant([[9]]), bert, max_length=7)
+    >>> packed["token_ids"].numpy().tolist(), packed["segment_ids"].numpy().tolist()
+    ([[2, 7, 8, 3, 9, 3, 0]], [[0, 0, 0, 0, 1, 1, 0]])
     """
 
     start_id: int

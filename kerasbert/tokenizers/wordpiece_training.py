@@ -28,8 +28,8 @@ def train_wordpiece(files, vocab_size, lowercase=True, reserved_tokens=WORDPIECE
     >>> path = os.path.join(tempfile.mkdtemp(), "text.txt")
     >>> _ = open(path, "w").write("The cat sat on the mat.\\nThe dog sat too.\\n")
     >>> vocab = train_wordpiece([path], vocab_size=60)
-    >>> vocab[:5], "cat" in vocab
-    (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], True)
+    >>> vocab[:6], "##t" in vocab
+    (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', '.'], True)
     """
     if vocab_size <= len(reserved_tokens):
         raise ValueError(f"vocab_size {vocab_size} leaves no room beside {len(reserved_tokens)} "

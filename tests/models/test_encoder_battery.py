@@ -241,26 +241,6 @@ class TestBadInput:
             inference_function(encoder, jit_compile=False)(inputs)
 
 
-def test_docstring_examples_run():
-    import doctest
-
-    import kerasbert.config
-    import kerasbert.layers.attention
-    import kerasbert.layers.embeddings
-    import kerasbert.layers.pooler
-    import kerasbert.layers.transformer
-    import kerasbert.models.encoder
-    import kerasbert.models.inference
-    import kerasbert.zoo.registry
-
-    for module in (kerasbert.config, kerasbert.layers.attention, kerasbert.layers.embeddings,
-                   kerasbert.layers.pooler, kerasbert.layers.transformer, kerasbert.models.encoder,
-                   kerasbert.models.inference, kerasbert.zoo.registry):
-        result = doctest.testmod(module)
-        assert result.failed == 0, f"{module.__name__}: {result.failed} doctest(s) failed"
-        assert result.attempted > 0, f"{module.__name__} has no runnable example"
-
-
 def test_exact_gelu_does_not_lower_to_erfc():
     """tf2onnx cannot convert `Erfc`; the exact GELU must be written with `Erf`."""
     encoder = build_encoder(TINY_CONFIGS["bert"])

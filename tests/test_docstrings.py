@@ -1,0 +1,26 @@
+"""Every docstring example in the library runs, and every public class has one."""
+
+import doctest
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+
+import kerasbert
+
+MODULES = sorted(
+    info.name for info in pkgutil.walk_packages(kerasbert.__path__, prefix="kerasbert.")
+    if ".cli." not in info.name and not info.name.endswith(".rebuild"))
+
+
+@pytest.mark.parametrize("module_name", MODULES)
+def test_docstring_examples(module_name):
+    module = importlib.import_module(module_name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0, f"{module_name}: {result.failed} docstring example(s) failed"
+    for name, value in vars(module).items():
+        public_class = (inspect.isclass(value) and value.__module__ == module_name
+                        and not name.startswith("_") and not issubclass(value, BaseException))
+        if public_class:
+            assert ">>>" in (value.__doc__ or ""), f"{module_name}.{name} has no runnable example"
