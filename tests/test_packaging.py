@@ -25,7 +25,10 @@ def test_wheel_layout(wheel):
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert top_level == {"kerasbert"}
     for module in ("kerasbert/zoo/__init__.py", "kerasbert/zoo/presets.py",
-                   "kerasbert/export/__init__.py", "kerasbert/convert/from_hf.py"):
+                   "kerasbert/export/__init__.py", "kerasbert/convert/from_hf.py",
+                   "kerasbert/data/demo/wordnet_gloss-train.tsv.gz",
+                   "kerasbert/data/demo/pydocs-00000-of-00004.txt.gz",
+                   "kerasbert/data/demo/LICENSE.PSF.txt"):
         assert module in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "kerasbert-demo = kerasbert.cli.demo:run" in zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -15,6 +15,9 @@ _CJK = (r"([\x{4e00}-\x{9fff}\x{3400}-\x{4dbf}\x{20000}-\x{2a6df}\x{2a700}-\x{2b
         r"\x{2b740}-\x{2b81f}\x{2b820}-\x{2ceaf}\x{f900}-\x{faff}\x{2f800}-\x{2fa1f}])")
 # ASCII punctuation and symbols, and every Unicode punctuation character, each its own token.
 _PUNCTUATION = r"[!-/:-@\[-`{-~\p{P}]"
+# The WordPiece decoder's clean-up: it runs per token, so of its rules only these can apply
+# (a ".", "?", "!" or "," token loses the space before it).
+_DECODE_CLEANUP = r" ([.?!,])"
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -25,7 +28,10 @@ class WordPieceTokenizer(Tokenizer):
     characters split, optional accent stripping and lower-casing), splitting
     on whitespace and punctuation, then WordPiece with `##` continuations;
     words longer than `max_chars_per_word` become `[UNK]`. WordPiece runs on
-    tensorflow-text's `FastWordpieceTokenizer`.
+    tensorflow-text's `FastWordpieceTokenizer`. `detokenize` joins pieces and
+    words and cleans up spaces before punctuation as Hugging Face's `decode` does.
+    Special-token strings inside the text (e.g. "[MASK]") are tokenized as
+    text, not matched as special tokens.
 
     Args:
         vocabulary: the tokens, in id order (the lines of a `vocab.txt`).
@@ -83,7 +89,7 @@ class WordPieceTokenizer(Tokenizer):
         return words.with_flat_values(pieces).merge_dims(1, 2)
 
     def _detokenize(self, token_ids):
-        return self._wordpiece.detokenize(token_ids)
+        return tf.strings.regex_replace(self._wordpiece.detokenize(token_ids), _DECODE_CLEANUP, r"\1")
 
     def get_config(self):
         config = super().get_config()

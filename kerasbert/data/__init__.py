@@ -1,0 +1,1 @@
+"""Data: corpus reading, pretraining instances, masking, TFRecords and task readers."""

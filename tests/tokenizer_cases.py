@@ -1,0 +1,55 @@
+"""Texts for tokenizer parity tests: the shipped corpus and a hand-picked adversarial set."""
+
+import gzip
+import shutil
+from pathlib import Path
+
+from kerasbert.data import demo
+
+ADVERSARIAL_TEXTS = [
+    "",
+    " ",
+    "   \t\n  ",
+    "\n\n",
+    "Héllo Wörld ÀÉÎÕÜ naïve café résumé Ångström",
+    "a\u0301 e\u0300 o\u0308 (combining accents)",
+    "日本語のテキストです。カタカナ ひらがな",
+    "中文字符测试，标点符号！",
+    "한국어 텍스트",
+    "emoji 😀👍🏽 👨‍👩‍👧‍👦 🇩🇪 ❤️",
+    "مرحبا بالعالم، هذا نص عربي.",
+    "नमस्ते दुनिया। यह हिन्दी पाठ है।",
+    "ctrl\x00chars\x07here\x1b[0m and\x7fdel",
+    "zero\u200bwidth\u200djoiner\u200cnon\ufeffbom",
+    "line\u2028sep\u2029para\x85nel\x0bvt\x0cff",
+    "non\u00a0breaking\u3000ideographic\u2009thin space",
+    "x" * 150,
+    "supercalifragilisticexpialidocious" * 4,
+    "ΣΑΣ Straße İstanbul ǅ ﬁ ＡＢＣ ①②",
+    "don't stop—it's “quoted” ‘single’ «guillemets» … ¿qué?",
+    "$100 + 5% = <tag> ^_^ `code` |pipe| ~tilde @at #hash &amp; * \\ / {braces} [brackets]",
+    "Numbers: 3.14159, 1,000,000, 2nd, 10th, 1e-10, 0x1F",
+    "URLs https://docs.python.org/3/library/os.path.html and emails someone@example.com",
+    "CamelCaseIdentifiers snake_case_names kebab-case-names dotted.module.names",
+    "Mixed 中文 and English, with accents é and emoji 🎉.",
+    "Repeated     spaces\tand\ttabs\n\nand newlines",
+    " leading and trailing spaces ",
+    "'s 're 've 'm 'll 'd It's We're They've I'm You'll He'd",
+    "``double backtick quotes'' and \"straight\" quotes",
+    "The quick brown fox jumps over the lazy dog. " * 40,
+]
+
+
+def corpus_files(plain_text_dir=None):
+    """The shipped pretraining corpus files; with `plain_text_dir`, decompressed copies there."""
+    files = [Path(path) for path in demo.pretraining_corpus_files()]
+    if plain_text_dir is None:
+        return files
+    plain = []
+    for path in files:
+        target = Path(plain_text_dir) / path.name.removesuffix(".gz")
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as source, open(target, "wb") as out:
+            shutil.copyfileobj(source, out)
+        plain.append(target)
+    return plain
