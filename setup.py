@@ -35,6 +35,7 @@ setup(
         "absl-py>=2.1",
         "numpy>=1.26",
         "safetensors>=0.4",
+        "sentencepiece>=0.2",
     ],
     extras_require={
         "test": [

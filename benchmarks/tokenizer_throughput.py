@@ -86,7 +86,19 @@ def wordpiece_runners():
             "keras-hub": keras_hub_runner(hub, tokenizer)}
 
 
-FAMILIES = {"wordpiece": wordpiece_runners}
+def sentence_piece_runners():
+    import transformers
+
+    directory = os.path.join(demo.DATA_DIR, "vocab", "sentence_piece")
+    ours, tokenizer = ours_runner(directory)
+    # transformers converts spiece.model into a `tokenizers` Unigram tokenizer (the Rust peer).
+    rust = transformers.AlbertTokenizer.from_pretrained(directory).backend_tokenizer
+    hub = keras_hub.tokenizers.SentencePieceTokenizer(proto=tokenizer.proto)
+    return {"kerasbert": ours, "tokenizers": rust_runner(rust),
+            "keras-hub": keras_hub_runner(hub, tokenizer)}
+
+
+FAMILIES = {"wordpiece": wordpiece_runners, "sentence_piece": sentence_piece_runners}
 
 
 def main():

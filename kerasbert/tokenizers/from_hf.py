@@ -4,6 +4,8 @@ import json
 import os
 
 from kerasbert.tokenizers.base import VocabularyError
+from kerasbert.tokenizers.sentence_piece import (DIGIT_COMMA_PENALTY, is_digit_comma_piece,
+                                                 load_sentence_piece_tokenizer, parse_model_proto)
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
 
 _SPECIAL_KEYS = ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")
@@ -29,6 +31,15 @@ def from_hf(directory):
     files = set(os.listdir(directory))
     config = _read_json(directory, "tokenizer_config.json") if "tokenizer_config.json" in files else {}
     specials = _special_tokens(config)
+    if "spiece.model" in files:
+        path = os.path.join(directory, "spiece.model")
+        penalize = "tokenizer.json" in files and _penalizes_digit_comma(
+            path, os.path.join(directory, "tokenizer.json"))
+        return load_sentence_piece_tokenizer(
+            path, lowercase=config.get("do_lower_case", True),
+            keep_accents=config.get("keep_accents", False),
+            remove_space=config.get("remove_space", True), penalize_digit_comma=penalize,
+            **specials)
     if "vocab.txt" in files:
         path = os.path.join(directory, "vocab.txt")
         return WordPieceTokenizer(
@@ -40,6 +51,18 @@ def from_hf(directory):
     raise FileNotFoundError(
         f"No tokenizer files in {directory!r}: expected spiece.model, vocab.json + merges.txt, "
         f"vocab.txt or tokenizer.json; found {sorted(files)}")
+
+
+def _penalizes_digit_comma(model_path, tokenizer_json_path):
+    """Whether `tokenizer.json` lowers digit-comma piece scores as transformers' ALBERT converter does."""
+    with open(model_path, "rb") as file:
+        model = parse_model_proto(file.read(), model_path)
+    vocab = (_read_json(os.path.dirname(tokenizer_json_path), "tokenizer.json").get("model") or {})
+    scores = dict(map(tuple, vocab.get("vocab") or []))
+    for piece, score in zip(model["pieces"], model["scores"]):
+        if is_digit_comma_piece(piece) and piece in scores:
+            return abs(score - DIGIT_COMMA_PENALTY - scores[piece]) < 1e-3
+    return False
 
 
 def read_vocab_txt(path):

@@ -2,10 +2,12 @@
 
 import os
 
+from kerasbert.tokenizers.sentence_piece_training import train_sentence_piece
 from kerasbert.tokenizers.wordpiece_training import train_wordpiece
 
 TRAINERS = {
     "wordpiece": (train_wordpiece, ("vocab.txt",)),
+    "sentence_piece": (train_sentence_piece, ("spiece.model",)),
 }
 
 

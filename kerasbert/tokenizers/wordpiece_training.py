@@ -1,10 +1,10 @@
 """Train a WordPiece vocabulary (`vocab.txt`) from text files."""
 
 import os
-import tempfile
 
 from keras_hub.tokenizers import compute_word_piece_vocabulary
 
+from kerasbert.atomic_files import write_atomically
 from kerasbert.tokenizers.text_files import line_dataset, report_progress
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
 
@@ -47,20 +47,5 @@ def train_wordpiece(files, vocab_size, lowercase=True, reserved_tokens=WORDPIECE
         words, vocab_size, lowercase=False, strip_accents=False, split=False,
         reserved_tokens=list(reserved_tokens))
     if output_dir is not None:
-        write_lines(vocabulary, os.path.join(output_dir, "vocab.txt"))
+        write_atomically(os.path.join(output_dir, "vocab.txt"), "".join(token + "\n" for token in vocabulary))
     return vocabulary
-
-
-def write_lines(lines, path):
-    """Write `lines` to `path` atomically: a temporary file in the same directory, then rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".txt")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.writelines(line + "\n" for line in lines)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-    return path

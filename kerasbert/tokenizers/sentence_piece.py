@@ -1,0 +1,271 @@
+"""ALBERT's SentencePiece tokenization, in the TensorFlow graph."""
+
+import base64
+import os
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+from google.protobuf.message import DecodeError
+from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+from kerasbert.tokenizers.base import Tokenizer, VocabularyError
+
+# Characters `remove_space` turns into a single space: the Unicode White_Space characters that
+# Hugging Face's `WhitespaceSplit` splits on, except U+000B, which SentencePiece's `nmt_nfkc`
+# normalizer deletes (and which Hugging Face therefore never sees, its Precompiled step running
+# before the split). The others are spaces to SentencePiece too, but for U+0085.
+_WHITESPACE = (r"[\t\n\f\r \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}"
+               r"\x{205f}\x{3000}]+")
+
+# How much transformers' AlbertConverter lowers the score of pieces ending in a digit and a comma.
+DIGIT_COMMA_PENALTY = 100.0
+
+
+class SentencePieceModelError(ValueError):
+    """Bytes or a file that are not a usable serialized SentencePiece model."""
+
+
+def preprocess(texts, lowercase=True, keep_accents=False, remove_space=True):
+    """ALBERT's text preprocessing, in-graph, as Hugging Face's `AlbertTokenizer` normalizes.
+
+    In order: runs of whitespace become one space and the ends are stripped
+    (`remove_space`); `` and '' become "; without `keep_accents`, NFKD and
+    every combining mark (Unicode category M) dropped; with `lowercase`,
+    each character lower-cased on its own (so a final sigma stays σ). The
+    SentencePiece model's own normalizer (usually `nmt_nfkc`) runs after this.
+
+    The original ALBERT code (and transformers 4's slow tokenizer) differs on
+    rare characters: it drops only marks of non-zero combining class (so it
+    keeps Indic vowel signs), and makes U+000B and U+001C-U+001F spaces, where
+    SentencePiece's normalizer deletes them.
+
+    Args:
+        texts: 1-D `tf.string` tensor of valid UTF-8.
+
+    Returns:
+        The preprocessed texts, 1-D `tf.string`.
+    """
+    if remove_space:
+        texts = tf.strings.regex_replace(texts, _WHITESPACE, " ")
+        texts = tf.strings.regex_replace(texts, "^ | $", "")
+    texts = tf.strings.regex_replace(texts, "``", '"')
+    texts = tf.strings.regex_replace(texts, "''", '"')
+    if not keep_accents:
+        texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFKD"), r"\p{M}", "")
+    if lowercase:
+        texts = _lower(texts)
+    return texts
+
+
+def _lower(texts):
+    """Unicode lower-casing of each character on its own, as Rust's `char::to_lowercase`."""
+    # ICU lower-cases a word-final capital sigma to ς; Hugging Face (per character) to σ.
+    texts = tf.strings.regex_replace(texts, "Σ", "σ")
+    # tf.strings.lower(encoding="utf-8") stops at a NUL character: lower the parts between NULs
+    # and join them again (reduce_join cannot take a NUL separator: end each part with one, then
+    # drop the last). Splitting gives every text at least one part.
+    parts = tf.strings.split(texts, sep="\x00")
+    lowered = tf.strings.join([tf.strings.lower(parts.flat_values, encoding="utf-8"), "\x00"])
+    joined = tf.strings.reduce_join(parts.with_flat_values(lowered), axis=-1)
+    return tf.strings.substr(joined, tf.zeros_like(tf.strings.length(joined)),
+                             tf.strings.length(joined) - 1)
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class SentencePieceTokenizer(Tokenizer):
+    """ALBERT's SentencePiece tokenizer, exactly as Hugging Face's `AlbertTokenizer` tokenizes.
+
+    ALBERT's preprocessing (`preprocess`: whitespace, quotes, accents,
+    lower-casing) runs in the graph, then the SentencePiece model itself runs
+    on tensorflow-text's `SentencepieceTokenizer` (the SentencePiece C++
+    library), so the ids equal `sentencepiece.SentencePieceProcessor.encode`
+    of the preprocessed text. The vocabulary is the model's pieces in id
+    order; pairs pack as `[CLS] A [SEP] B [SEP]` with segment ids 0 and 1.
+
+    Where transformers 5's `AlbertTokenizer` gives other ids than SentencePiece
+    (kerasbert follows SentencePiece, which the original ALBERT used):
+    - text that spells a special token ("[MASK]"): transformers gives the
+      special token's id;
+    - built from an `spiece.model` alone, transformers cuts the model's
+      user-defined symbols (ALBERT's `( ) " - . – £ €`) out of the raw text as
+      added tokens, so `the "list"` becomes `▁the " ▁list "`, not `▁the ▁ " list "`
+      (built from the hub's `tokenizer.json` files it agrees with
+      SentencePiece, as those do not list the symbols as added tokens);
+    - with `keep_accents`, in a cluster of a letter and marks of 6 bytes or
+      more, transformers does not compose the letter with its first mark;
+    - where two segmentations score exactly the same, the tie may break
+      differently (seen only with `penalize_digit_comma`: "111" as 1+11 or 11+1).
+
+    Args:
+        proto: the serialized SentencePiece model (the bytes of an
+            `spiece.model`); `load_sentence_piece_tokenizer` reads a file.
+        lowercase: lower-case the text (uncased models: ALBERT's `do_lower_case`).
+        keep_accents: keep accents and other combining marks.
+        remove_space: collapse runs of whitespace and strip the ends.
+        unk_token, cls_token, sep_token, pad_token, mask_token: the special
+            pieces; each must be in the model, and `unk_token` must be the
+            piece SentencePiece emits for unknown text.
+        penalize_digit_comma: lower by 100 the score of pieces that end in a
+            digit and a comma (`▁2000,`), as the `tokenizer.json` files of the
+            ALBERT checkpoints on the Hugging Face hub do (transformers 4
+            wrote them so, approximating the original ALBERT's splitting of
+            such pieces). transformers 5 building the tokenizer from an
+            `spiece.model` alone does not: leave it off to match that.
+
+    Example (a model trained on part of the demo corpus):
+    >>> from kerasbert.data import demo
+    >>> from kerasbert.tokenizers.sentence_piece_training import train_sentence_piece
+    >>> proto = train_sentence_piece(demo.pretraining_corpus_files()[:1], vocab_size=1000)
+    >>> tokenizer = SentencePieceTokenizer(proto)
+    >>> ids = tokenizer.tokenize(["The  list is   sorted."]).to_list()[0]
+    >>> [tokenizer.id_to_token(i) for i in ids]
+    ['▁the', '▁list', '▁is', '▁sort', 'ed', '.']
+    >>> packed = tokenizer(["The list"], ["is sorted."], max_length=9)
+    >>> [tokenizer.id_to_token(i) for i in packed["token_ids"].numpy()[0]]
+    ['[CLS]', '▁the', '▁list', '[SEP]', '▁is', '▁sort', 'ed', '.', '[SEP]']
+    >>> packed["segment_ids"].numpy().tolist()
+    [[0, 0, 0, 0, 1, 1, 1, 1, 1]]
+    >>> tokenizer.detokenize(tf.ragged.constant([ids])).numpy().tolist()
+    [b'the list is sorted.']
+    """
+
+    def __init__(self, proto, lowercase=True, keep_accents=False, remove_space=True,
+                 unk_token="<unk>", cls_token="[CLS]", sep_token="[SEP]", pad_token="<pad>",
+                 mask_token="[MASK]", penalize_digit_comma=False, **kwargs):
+        if isinstance(proto, str):
+            hint = (" (it names a file: use load_sentence_piece_tokenizer(path))"
+                    if os.path.exists(proto) else "")
+            raise TypeError(f"proto must be the bytes of a serialized SentencePiece model, "
+                            f"not str{hint}")
+        if isinstance(proto, (bytearray, memoryview)):
+            proto = bytes(proto)
+        if not isinstance(proto, bytes):
+            raise TypeError(f"proto must be the bytes of a serialized SentencePiece model, "
+                            f"got {type(proto).__name__}")
+        source = kwargs.pop("source", "SentencePiece model")
+        model = parse_model_proto(proto, source)
+        special_tokens = {"pad": pad_token, "unk": unk_token, "cls": cls_token,
+                          "sep": sep_token, "mask": mask_token}
+        super().__init__(model["pieces"], special_tokens, source=source, **kwargs)
+        if model["unk_id"] != self.unk_token_id:
+            raise VocabularyError(
+                f"{source}: unk_token {unk_token!r} is id {self.unk_token_id}, but the "
+                f"model's unknown piece is {model['pieces'][model['unk_id']]!r} "
+                f"(id {model['unk_id']})")
+        self.proto = proto
+        self.model_type = model["model_type"]
+        self.piece_types = model["types"]
+        self.lowercase = lowercase
+        self.keep_accents = keep_accents
+        self.remove_space = remove_space
+        self.penalize_digit_comma = penalize_digit_comma
+        model_proto = penalize_digit_comma_pieces(proto) if penalize_digit_comma else proto
+        try:
+            self._sentence_piece = tf_text.SentencepieceTokenizer(model=model_proto,
+                                                                  out_type=tf.int32)
+        except (tf.errors.OpError, ValueError) as error:
+            raise SentencePieceModelError(
+                f"{source}: the SentencePiece library rejects the model: "
+                f"{getattr(error, 'message', error)}") from None
+
+    def preprocess(self, texts):
+        """The texts as the SentencePiece model receives them (1-D tf.string)."""
+        return preprocess(texts, self.lowercase, self.keep_accents, self.remove_space)
+
+    def _tokenize(self, texts):
+        return self._sentence_piece.tokenize(self.preprocess(texts))
+
+    def _detokenize(self, token_ids):
+        return self._sentence_piece.detokenize(token_ids)
+
+    def get_config(self):
+        config = super().get_config()
+        config.pop("vocabulary")  # the pieces come with the model
+        config.update({
+            "proto": base64.b64encode(self.proto).decode("ascii"),
+            "lowercase": self.lowercase,
+            "keep_accents": self.keep_accents,
+            "remove_space": self.remove_space,
+            "penalize_digit_comma": self.penalize_digit_comma,
+            **{f"{name}_token": token for name, token in self.special_tokens.items()},
+        })
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("proto"), str):
+            config["proto"] = base64.b64decode(config["proto"])
+        return cls(**config)
+
+
+def load_sentence_piece_tokenizer(path, **kwargs):
+    """A `SentencePieceTokenizer` for the SentencePiece model at `path`.
+
+    `path` is an `spiece.model` file, or a directory holding one. Keyword
+    arguments go to `SentencePieceTokenizer` (`lowercase`, `keep_accents`,
+    special tokens). Raises `FileNotFoundError` for a missing file,
+    `SentencePieceModelError` for a file that is not a SentencePiece model
+    and `VocabularyError` for a model that lacks a special token; each names
+    the file.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        path = os.path.join(path, "spiece.model")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"SentencePiece model {path!r} does not exist")
+    with open(path, "rb") as file:
+        proto = file.read()
+    kwargs.setdefault("source", path)
+    return SentencePieceTokenizer(proto, **kwargs)
+
+
+def parse_model_proto(proto, source="SentencePiece model"):
+    """The pieces, their scores and types, the unknown-piece id and the model type of a model.
+
+    Parses the serialized `ModelProto` with the `sentencepiece` package's
+    protobuf classes and raises `SentencePieceModelError`, naming `source`,
+    for anything else.
+    """
+    def fail(reason):
+        raise SentencePieceModelError(f"{source} is not a SentencePiece model: {reason}")
+
+    if not proto:
+        fail("it is empty")
+    try:
+        model = model_pb2.ModelProto.FromString(proto)
+    except DecodeError as error:
+        fail(f"invalid protobuf data ({error})")
+    if not model.pieces:
+        fail("it has no pieces")
+    unknown = model_pb2.ModelProto.SentencePiece.UNKNOWN
+    unk_ids = [index for index, piece in enumerate(model.pieces) if piece.type == unknown]
+    if len(unk_ids) != 1:
+        fail(f"it has {len(unk_ids)} unknown pieces, not 1")
+    type_name = model_pb2.ModelProto.SentencePiece.Type.Name
+    return {"pieces": [piece.piece for piece in model.pieces],
+            "scores": [piece.score for piece in model.pieces],
+            "types": [type_name(piece.type).lower() for piece in model.pieces],
+            "unk_id": unk_ids[0],
+            "model_type": model_pb2.TrainerSpec.ModelType.Name(model.trainer_spec.model_type).lower()}
+
+
+def is_digit_comma_piece(piece):
+    """Whether `piece` ends in a digit and a comma (`▁2000,`), a piece ALBERT splits."""
+    return len(piece) >= 2 and piece[-1] == "," and piece[-2].isdigit()
+
+
+def penalize_digit_comma_pieces(proto, penalty=DIGIT_COMMA_PENALTY):
+    """`proto` with the score of every piece that ends in a digit and a comma lowered by `penalty`.
+
+    This is what transformers' `AlbertConverter` does when it converts an
+    ALBERT `spiece.model` to a `tokenizer.json` (the files on the Hugging Face
+    hub were made so): SentencePiece then prefers splitting off the comma,
+    approximating the original ALBERT code, which re-encodes such pieces.
+    """
+    model = model_pb2.ModelProto.FromString(proto)
+    for piece in model.pieces:
+        if is_digit_comma_piece(piece.piece):
+            piece.score -= penalty
+    return model.SerializeToString()

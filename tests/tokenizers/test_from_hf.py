@@ -1,0 +1,41 @@
+"""`kerasbert.tokenizers.from_hf` picks the tokenizer and its settings from a Hugging Face directory."""
+
+import json
+import shutil
+
+import pytest
+
+from kerasbert.data import demo
+from kerasbert.tokenizers import SentencePieceTokenizer, WordPieceTokenizer, from_hf
+
+SHIPPED = demo.DATA_DIR + "/vocab"
+
+
+def test_spiece_model_with_its_settings(tmp_path):
+    shutil.copy(f"{SHIPPED}/sentence_piece/spiece.model", tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"do_lower_case": False, "keep_accents": True, "unk_token": "<unk>",
+         "mask_token": {"content": "[MASK]", "lstrip": True}}))
+    tokenizer = from_hf(tmp_path)
+    assert isinstance(tokenizer, SentencePieceTokenizer)
+    assert (tokenizer.lowercase, tokenizer.keep_accents, tokenizer.penalize_digit_comma) == (False, True, False)
+    assert tokenizer.mask_token_id == tokenizer.token_to_id("[MASK]")
+
+
+def test_vocab_txt_with_its_settings(tmp_path):
+    shutil.copy(f"{SHIPPED}/wordpiece/vocab.txt", tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"do_lower_case": False, "tokenize_chinese_chars": False}))
+    tokenizer = from_hf(tmp_path)
+    assert isinstance(tokenizer, WordPieceTokenizer)
+    assert (tokenizer.lowercase, tokenizer.strip_accents, tokenizer.split_cjk) == (False, False, False)
+
+
+def test_shipped_vocabularies_load():
+    assert isinstance(from_hf(f"{SHIPPED}/wordpiece"), WordPieceTokenizer)
+    assert isinstance(from_hf(f"{SHIPPED}/sentence_piece"), SentencePieceTokenizer)
+
+
+def test_missing_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        from_hf(tmp_path / "nowhere")
