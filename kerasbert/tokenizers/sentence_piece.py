@@ -10,6 +10,7 @@ from google.protobuf.message import DecodeError
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
 from kerasbert.tokenizers.base import Tokenizer, VocabularyError
+from kerasbert.tokenizers.unicode_text import lowercase_per_character
 
 # Characters `remove_space` turns into a single space: the Unicode White_Space characters that
 # Hugging Face's `WhitespaceSplit` splits on, except U+000B, which SentencePiece's `nmt_nfkc`
@@ -54,22 +55,8 @@ def preprocess(texts, lowercase=True, keep_accents=False, remove_space=True):
     if not keep_accents:
         texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFKD"), r"\p{M}", "")
     if lowercase:
-        texts = _lower(texts)
+        texts = lowercase_per_character(texts)
     return texts
-
-
-def _lower(texts):
-    """Unicode lower-casing of each character on its own, as Rust's `char::to_lowercase`."""
-    # ICU lower-cases a word-final capital sigma to ς; Hugging Face (per character) to σ.
-    texts = tf.strings.regex_replace(texts, "Σ", "σ")
-    # tf.strings.lower(encoding="utf-8") stops at a NUL character: lower the parts between NULs
-    # and join them again (reduce_join cannot take a NUL separator: end each part with one, then
-    # drop the last). Splitting gives every text at least one part.
-    parts = tf.strings.split(texts, sep="\x00")
-    lowered = tf.strings.join([tf.strings.lower(parts.flat_values, encoding="utf-8"), "\x00"])
-    joined = tf.strings.reduce_join(parts.with_flat_values(lowered), axis=-1)
-    return tf.strings.substr(joined, tf.zeros_like(tf.strings.length(joined)),
-                             tf.strings.length(joined) - 1)
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")

@@ -5,6 +5,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kerasbert.tokenizers.base import Tokenizer
+from kerasbert.tokenizers.unicode_text import lowercase_per_character
 
 # The steps of the Hugging Face `tokenizers` BertNormalizer and BertPreTokenizer, as RE2 patterns.
 # Control characters (Unicode C* but tab, newline, carriage return), NUL and U+FFFD are dropped.
@@ -73,7 +74,7 @@ class WordPieceTokenizer(Tokenizer):
         if self.strip_accents:
             texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFD"), r"\p{Mn}", "")
         if self.lowercase:
-            texts = tf.strings.lower(texts, encoding="utf-8")
+            texts = lowercase_per_character(texts)
         return texts
 
     def split_words(self, texts):

@@ -59,6 +59,17 @@ def test_identical_ids_on_adversarial_texts(tokenizers):
     assert _mismatches(ours, reference, ADVERSARIAL_TEXTS) == []
 
 
+def test_greek_final_sigma_is_lowered_like_transformers(tmp_path):
+    """ICU lower-cases a final Σ to ς; Hugging Face, character by character, to σ."""
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "οδος", "οδοσ", "σ", "ς"]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    reference = transformers.BertTokenizer(vocab=str(tmp_path / "vocab.txt"), do_lower_case=True)
+    ours = from_hf(tmp_path)
+    texts = ["ΟΔΟΣ", "Σ ς σ", "οδος ΟΔΟΣ"]
+    assert _mismatches(ours, reference, texts) == []
+    assert ours.tokenize(["ΟΔΟΣ"]).to_list() == [[6]]
+
+
 def test_identical_ids_with_a_vocabulary_from_the_tokenizers_library(tmp_path, corpus_lines):
     """A vocabulary we did not make: trained by Hugging Face's `tokenizers`."""
     from tokenizers import BertWordPieceTokenizer
