@@ -24,7 +24,7 @@ setup(
     python_requires=">=3.10,<3.13",
     packages=LIBRARY_PACKAGES + list(MAPPED_PACKAGES),
     package_dir={"kerasbert": "kerasbert", **MAPPED_PACKAGES},
-    package_data={"kerasbert.data.demo": ["*.gz", "*.txt", "*.md"]},
+    package_data={"kerasbert.data.demo": ["*.gz", "*.txt", "*.md", "vocab/*/*"]},
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "tensorflow-text>=2.21,<2.22",

@@ -77,7 +77,7 @@ def keras_hub_runner(keras_hub_tokenizer, ours):
 def wordpiece_runners():
     from tokenizers import BertWordPieceTokenizer
 
-    directory = os.path.join(demo.DATA_DIR, "vocab", "wordpiece")
+    directory = demo.vocabulary_dir("wordpiece")
     ours, tokenizer = ours_runner(directory)
     rust = BertWordPieceTokenizer(os.path.join(directory, "vocab.txt"), lowercase=True)
     hub = keras_hub.tokenizers.WordPieceTokenizer(
@@ -89,7 +89,7 @@ def wordpiece_runners():
 def sentence_piece_runners():
     import transformers
 
-    directory = os.path.join(demo.DATA_DIR, "vocab", "sentence_piece")
+    directory = demo.vocabulary_dir("sentence_piece")
     ours, tokenizer = ours_runner(directory)
     # transformers converts spiece.model into a `tokenizers` Unigram tokenizer (the Rust peer).
     rust = transformers.AlbertTokenizer.from_pretrained(directory).backend_tokenizer

@@ -28,7 +28,9 @@ def test_wheel_layout(wheel):
                    "kerasbert/export/__init__.py", "kerasbert/convert/from_hf.py",
                    "kerasbert/data/demo/wordnet_gloss-train.tsv.gz",
                    "kerasbert/data/demo/pydocs-00000-of-00004.txt.gz",
-                   "kerasbert/data/demo/LICENSE.PSF.txt"):
+                   "kerasbert/data/demo/LICENSE.PSF.txt",
+                   "kerasbert/data/demo/vocab/wordpiece/vocab.txt",
+                   "kerasbert/data/demo/vocab/sentence_piece/spiece.model"):
         assert module in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "kerasbert-demo = kerasbert.cli.demo:run" in zipfile.ZipFile(wheel).read(entry_points).decode()

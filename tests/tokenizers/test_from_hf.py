@@ -8,11 +8,10 @@ import pytest
 from kerasbert.data import demo
 from kerasbert.tokenizers import SentencePieceTokenizer, WordPieceTokenizer, from_hf
 
-SHIPPED = demo.DATA_DIR + "/vocab"
 
 
 def test_spiece_model_with_its_settings(tmp_path):
-    shutil.copy(f"{SHIPPED}/sentence_piece/spiece.model", tmp_path)
+    shutil.copy(f"{demo.vocabulary_dir('sentence_piece')}/spiece.model", tmp_path)
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(
         {"do_lower_case": False, "keep_accents": True, "unk_token": "<unk>",
          "mask_token": {"content": "[MASK]", "lstrip": True}}))
@@ -23,7 +22,7 @@ def test_spiece_model_with_its_settings(tmp_path):
 
 
 def test_vocab_txt_with_its_settings(tmp_path):
-    shutil.copy(f"{SHIPPED}/wordpiece/vocab.txt", tmp_path)
+    shutil.copy(f"{demo.vocabulary_dir('wordpiece')}/vocab.txt", tmp_path)
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(
         {"do_lower_case": False, "tokenize_chinese_chars": False}))
     tokenizer = from_hf(tmp_path)
@@ -32,8 +31,10 @@ def test_vocab_txt_with_its_settings(tmp_path):
 
 
 def test_shipped_vocabularies_load():
-    assert isinstance(from_hf(f"{SHIPPED}/wordpiece"), WordPieceTokenizer)
-    assert isinstance(from_hf(f"{SHIPPED}/sentence_piece"), SentencePieceTokenizer)
+    assert isinstance(from_hf(demo.vocabulary_dir("wordpiece")), WordPieceTokenizer)
+    assert isinstance(from_hf(demo.vocabulary_dir("sentence_piece")), SentencePieceTokenizer)
+    with pytest.raises(ValueError, match="'gpt'"):
+        demo.vocabulary_dir("gpt")
 
 
 def test_missing_directory(tmp_path):

@@ -12,6 +12,7 @@ import os
 DATA_DIR = os.path.dirname(os.path.abspath(__file__))
 CORPUS_SHARDS = 4
 SPLITS = ("train", "dev", "test")
+VOCABULARY_KINDS = ("wordpiece", "byte_pair", "sentence_piece")
 
 
 def pretraining_corpus_files():
@@ -49,3 +50,15 @@ def classification_labels():
     """
     with open(os.path.join(DATA_DIR, "wordnet_lexnames.txt"), encoding="utf-8") as f:
         return [line.strip() for line in f if line.strip()]
+
+
+def vocabulary_dir(kind):
+    """The folder of the vocabulary of `kind` trained on the corpus, for `kerasbert.tokenizers.from_hf`.
+
+    >>> from kerasbert.data import demo
+    >>> sorted(os.listdir(demo.vocabulary_dir("wordpiece")))
+    ['vocab.txt']
+    """
+    if kind not in VOCABULARY_KINDS:
+        raise ValueError(f"Unknown vocabulary kind {kind!r}; expected one of {VOCABULARY_KINDS}")
+    return os.path.join(DATA_DIR, "vocab", kind)
