@@ -79,6 +79,25 @@ class Tokenizer(keras.layers.Layer):
         """Ragged int32 ids `[batch, None]` of each text, without special tokens."""
         return self._tokenize(to_text_tensor(texts))
 
+    def tokenize_with_offsets(self, texts):
+        """Ids and character spans of each token: `(token_ids, starts, ends)`.
+
+        Three ragged int32 `[batch, None]` tensors, without special tokens. Token
+        `i` of text `b` came from `text[starts[b, i]:ends[b, i]]` of the original
+        text, counted in Unicode characters (code points, as Python indexes a
+        `str`), `end` exclusive: Hugging Face's `return_offsets_mapping`. The ids
+        are those of `tokenize`. Runs in the TensorFlow graph.
+
+        Example (with the WordPiece subclass):
+        >>> from kerasbert.tokenizers import WordPieceTokenizer
+        >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick", "fox", "."]
+        >>> tokenizer = WordPieceTokenizer(vocab)
+        >>> ids, starts, ends = tokenizer.tokenize_with_offsets(["Thé  Quick fox."])
+        >>> ids.to_list(), starts.to_list(), ends.to_list()
+        ([[5, 6, 7, 8, 9]], [[0, 5, 7, 11, 14]], [[3, 7, 10, 14, 15]])
+        """
+        return self._tokenize_with_offsets(to_text_tensor(texts))
+
     def detokenize(self, token_ids):
         """The text of each row of ids (ragged or dense `[batch, seq]`), as 1-D tf.string."""
         if not isinstance(token_ids, tf.RaggedTensor):
@@ -98,6 +117,9 @@ class Tokenizer(keras.layers.Layer):
 
     def _tokenize(self, texts):
         raise NotImplementedError
+
+    def _tokenize_with_offsets(self, texts):
+        raise NotImplementedError(f"{type(self).__name__} does not compute token offsets")
 
     def _detokenize(self, token_ids):
         raise NotImplementedError

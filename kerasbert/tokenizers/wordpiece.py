@@ -89,6 +89,55 @@ class WordPieceTokenizer(Tokenizer):
         pieces = self._wordpiece.tokenize(flat_words)
         return words.with_flat_values(pieces).merge_dims(1, 2)
 
+    def _tokenize_with_offsets(self, texts):
+        # Every BertNormalizer step acts on one character at a time (NFD's reordering of
+        # combining marks aside, and those are stripped whenever NFD runs), so normalizing each
+        # original character on its own and joining the results gives the normalized text, with
+        # each normalized byte traceable to the original character it came from. Each distinct
+        # character (code point) is normalized once.
+        characters = tf.strings.unicode_decode(texts, "UTF-8")
+        distinct, index = tf.unique(characters.flat_values)
+        distinct = self.normalize(tf.strings.unicode_encode(distinct[:, tf.newaxis], "UTF-8"))
+        normalized = tf.strings.reduce_join(characters.with_flat_values(tf.gather(distinct, index)),
+                                            axis=-1)
+        # Global (whole-batch) normalized byte position where each original character's bytes end.
+        character_ends = tf.cumsum(tf.gather(tf.cast(tf.strings.length(distinct), tf.int64), index))
+        row_byte_starts = tf.cumsum(tf.cast(tf.strings.length(normalized), tf.int64),
+                                    exclusive=True)
+        row_character_starts = characters.row_starts()
+
+        words, word_starts, _ = tf_text.regex_split_with_offsets(
+            normalized, delim_regex_pattern=rf"\s+|{_PUNCTUATION}",
+            keep_delim_regex_pattern=_PUNCTUATION)
+        flat_words = words.flat_values
+        too_long = tf.strings.length(flat_words, unit="UTF8_CHAR") > self.max_chars_per_word
+        pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(
+            tf.where(too_long, self.special_tokens["unk"], flat_words))
+        # A word replaced by the unknown token spans the whole word.
+        piece_word = pieces.value_rowids()
+        replaced = tf.gather(too_long, piece_word)
+        piece_starts = tf.where(replaced, tf.zeros_like(piece_starts.flat_values),
+                                piece_starts.flat_values)
+        piece_ends = tf.where(replaced, tf.gather(tf.cast(tf.strings.length(flat_words), tf.int64),
+                                                  piece_word), piece_ends.flat_values)
+
+        piece_row = tf.gather(words.value_rowids(), piece_word)
+        word_base = (tf.gather(word_starts.flat_values, piece_word)
+                     + tf.gather(row_byte_starts, piece_row))
+        # The character holding a byte is the first whose normalized bytes end after it.
+        first = tf.searchsorted(character_ends, word_base + piece_starts, side="right",
+                                out_type=tf.int64)
+        last = tf.searchsorted(character_ends, word_base + piece_ends - 1, side="right",
+                               out_type=tf.int64)
+        row_base = tf.gather(row_character_starts, piece_row)
+        starts = tf.cast(first - row_base, tf.int32)
+        ends = tf.cast(last + 1 - row_base, tf.int32)
+
+        def shaped(values):
+            return words.with_flat_values(pieces.with_flat_values(values)).merge_dims(1, 2)
+
+        return shaped(pieces.flat_values), shaped(starts), shaped(ends)
+
     def _detokenize(self, token_ids):
         return tf.strings.regex_replace(self._wordpiece.detokenize(token_ids), _DECODE_CLEANUP, r"\1")
 

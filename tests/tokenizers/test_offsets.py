@@ -1,0 +1,160 @@
+"""Token character offsets: identical to Hugging Face's `return_offsets_mapping`, in-graph."""
+
+import json
+import re
+
+import pytest
+import tensorflow as tf
+import transformers
+
+from kerasbert.tokenizers import WordPieceTokenizer, from_hf, train_wordpiece
+from kerasbert.tokenizers.base import Tokenizer
+from kerasbert.tokenizers.text_files import iterate_lines
+from tests.tokenizer_cases import ADVERSARIAL_TEXTS, corpus_files
+
+
+@pytest.fixture(scope="module")
+def corpus_lines():
+    return list(iterate_lines(corpus_files()))
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
+def tokenizers(request, tmp_path_factory):
+    """Uncased: a vocabulary from our `train_wordpiece`; cased: from the `tokenizers` library's
+    trainer (seconds instead of half a minute, and a vocabulary we did not make)."""
+    lowercase = request.param
+    directory = tmp_path_factory.mktemp("wordpiece_offsets")
+    if lowercase:
+        train_wordpiece(corpus_files(), vocab_size=4000, lowercase=True, output_dir=directory)
+    else:
+        from tokenizers import BertWordPieceTokenizer
+
+        trainer = BertWordPieceTokenizer(lowercase=False)
+        trainer.train([str(path) for path in corpus_files(plain_text_dir=directory)],
+                      vocab_size=4000,
+                      special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+        trainer.save_model(str(directory))
+    (directory / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": lowercase}))
+    reference = transformers.BertTokenizer(vocab=str(directory / "vocab.txt"),
+                                           do_lower_case=lowercase)
+    return from_hf(directory), reference
+
+
+@pytest.fixture(scope="module")
+def texts(corpus_lines):
+    return corpus_lines + ADVERSARIAL_TEXTS
+
+
+@pytest.fixture(scope="module")
+def offsets(tokenizers, texts):
+    """Our ids and (start, end) pairs, and the reference's, for the corpus and adversarial texts."""
+    ours, reference = tokenizers
+    ids, starts, ends = ours.tokenize_with_offsets(texts)
+    for tensor in (ids, starts, ends):
+        assert isinstance(tensor, tf.RaggedTensor) and tensor.dtype == tf.int32
+        assert tensor.shape.rank == 2
+    mine = [list(zip(s, e)) for s, e in zip(starts.to_list(), ends.to_list())]
+    expected = reference(texts, add_special_tokens=False, return_offsets_mapping=True)
+    theirs = [[tuple(pair) for pair in row] for row in expected["offset_mapping"]]
+    return ids.to_list(), mine, expected["input_ids"], theirs
+
+
+def _mismatches(texts, mine, theirs):
+    return [(text, m, t) for text, m, t in zip(texts, mine, theirs) if m != t]
+
+
+def test_offsets_equal_transformers(offsets, texts):
+    _, mine, _, theirs = offsets
+    assert _mismatches(texts, mine, theirs) == []
+
+
+def test_ids_equal_tokenize_and_transformers(tokenizers, offsets, texts):
+    ours, _ = tokenizers
+    ids, _, reference_ids, _ = offsets
+    assert ids == ours.tokenize(texts).to_list()
+    assert ids == reference_ids
+
+
+def test_per_character_normalization_equals_normalize(tokenizers, texts):
+    """What the offsets rest on: normalizing character by character gives `normalize(text)`."""
+    ours, _ = tokenizers
+    characters = tf.strings.unicode_split(tf.constant(texts), "UTF-8")
+    per_character = tf.strings.reduce_join(
+        characters.with_flat_values(ours.normalize(characters.flat_values)), axis=-1)
+    whole = ours.normalize(tf.constant(texts))
+    assert per_character.numpy().tolist() == whole.numpy().tolist()
+
+
+@pytest.mark.parametrize("options", [dict(lowercase=True, strip_accents=False),
+                                     dict(lowercase=False, strip_accents=True),
+                                     dict(lowercase=True, split_cjk=False)],
+                         ids=["lower-keep-accents", "cased-strip-accents", "no-cjk-split"])
+def test_other_normalizer_options(tokenizers, corpus_lines, options):
+    """Lower-casing that lengthens a character (İ -> i + dot), accents kept, CJK not split."""
+    vocabulary = tokenizers[0].vocabulary
+    ours = WordPieceTokenizer(vocabulary, **options)
+    reference = transformers.BertTokenizer(
+        vocab={token: i for i, token in enumerate(vocabulary)}, do_lower_case=ours.lowercase,
+        strip_accents=ours.strip_accents, tokenize_chinese_chars=ours.split_cjk)
+    extra = ["İSTANBUL İi", "ǅ ǈ Ǆ", "中文字符 ÀÉ", "Ω\u0301 a\u0301\u0302b"]
+    texts = corpus_lines[:300] + ADVERSARIAL_TEXTS + extra
+    ids, starts, ends = ours.tokenize_with_offsets(texts)
+    mine = [list(zip(s, e)) for s, e in zip(starts.to_list(), ends.to_list())]
+    expected = reference(texts, add_special_tokens=False, return_offsets_mapping=True)
+    theirs = [[tuple(pair) for pair in row] for row in expected["offset_mapping"]]
+    assert ids.to_list() == expected["input_ids"]
+    assert _mismatches(texts, mine, theirs) == []
+
+
+def test_runs_in_tf_function_and_tf_data(tokenizers, corpus_lines):
+    ours, _ = tokenizers
+    texts = corpus_lines[:64] + ["", "x" * 150]
+    eager = [tensor.to_list() for tensor in ours.tokenize_with_offsets(texts)]
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def graph(batch):
+        return ours.tokenize_with_offsets(batch)
+
+    assert [tensor.to_list() for tensor in graph(tf.constant(texts))] == eager
+    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(16).map(ours.tokenize_with_offsets)
+    streamed = [[], [], []]
+    for batch in dataset:
+        for column, tensor in zip(streamed, batch):
+            column.extend(tensor.to_list())
+    assert streamed == eager
+
+
+def test_squad_style_answer_spans(tokenizers, corpus_lines):
+    """An answer given by character offsets maps to the tokens that spell exactly that text."""
+    ours, _ = tokenizers
+    cases = []
+    for text in corpus_lines[:400]:
+        words = [m for m in re.finditer(r"(?<!\S)[A-Za-z]+(?!\S)", text)]
+        for first in range(0, len(words) - 2, 5):  # answers of three space-separated words
+            if words[first + 2].start() - words[first].end() <= 8:
+                cases.append((text, words[first].start(), words[first + 2].end()))
+    assert len(cases) > 100
+    ids, starts, ends = ours.tokenize_with_offsets([text for text, _, _ in cases])
+    for (text, answer_start, answer_end), row, row_starts, row_ends in zip(
+            cases, ids.to_list(), starts.to_list(), ends.to_list()):
+        inside = [i for i, (s, e) in enumerate(zip(row_starts, row_ends))
+                  if s >= answer_start and e <= answer_end]
+        overlapping = [i for i, (s, e) in enumerate(zip(row_starts, row_ends))
+                       if s < answer_end and e > answer_start]
+        assert inside == overlapping == list(range(inside[0], inside[-1] + 1))
+        first, last = inside[0], inside[-1]
+        assert (row_starts[first], row_ends[last]) == (answer_start, answer_end)
+        answer = " ".join(text[answer_start:answer_end].split())
+        if re.fullmatch(r"[A-Za-z ]+", answer):
+            decoded = ours.detokenize([row[first:last + 1]]).numpy()[0].decode("utf-8")
+            assert decoded == (answer.lower() if ours.lowercase else answer)
+
+
+def test_base_class_names_the_tokenizer_without_offsets():
+    class NoOffsets(Tokenizer):
+        pass
+
+    tokenizer = NoOffsets(["[PAD]", "[CLS]", "[SEP]"],
+                          {"pad": "[PAD]", "cls": "[CLS]", "sep": "[SEP]"})
+    with pytest.raises(NotImplementedError, match="NoOffsets"):
+        tokenizer.tokenize_with_offsets(["text"])
