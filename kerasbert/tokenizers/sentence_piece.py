@@ -84,6 +84,14 @@ class SentencePieceTokenizer(Tokenizer):
     - where two segmentations score exactly the same, the tie may break
       differently (seen only with `penalize_digit_comma`: "111" as 1+11 or 11+1).
 
+    `tokenize_with_offsets` gives each piece the original characters its
+    normalized characters came from, as transformers' `return_offsets_mapping`:
+    a word-start "▁" spans the word's first character ("▁the" spans "the", a
+    lone "▁" the character after it), the " of `` or '' the pair's second
+    character, whitespace and characters SentencePiece deletes no piece.
+    Keeping accents, where SentencePiece composes a letter and its marks
+    (a + U+0301 -> á), the span holds the marks; transformers' stops at the letter.
+
     Args:
         proto: the serialized SentencePiece model (the bytes of an
             `spiece.model`); `load_sentence_piece_tokenizer` reads a file.
@@ -162,6 +170,106 @@ class SentencePieceTokenizer(Tokenizer):
 
     def _tokenize(self, texts):
         return self._sentence_piece.tokenize(self.preprocess(texts))
+
+    def _tokenize_with_offsets(self, texts):
+        # Offsets as Hugging Face's `AlbertTokenizer` reports them: a piece spans the original
+        # characters of the normalized characters it holds. The "▁" that begins a word is no
+        # character of the text: it takes the span of the word's first character, so "▁the"
+        # spans "the" and a lone "▁" piece the character after it (HF's Metaspace prepends
+        # "▁" aligned to the word's first character, after WhitespaceSplit has dropped the
+        # whitespace). Characters SentencePiece's normalizer deletes (zero-width ones) or
+        # turns into whitespace count in no span.
+        #
+        # Mapping preprocessed bytes to original characters: each original character gets
+        # the preprocessed text it becomes (per-character NFKD, mark removal, lower-casing,
+        # as in WordPieceTokenizer), except the parts of `preprocess` that look at
+        # neighbours, modelled here: with `remove_space`, a whitespace run becomes one space,
+        # given to the run's last character, and nothing at the ends of the text; in each run
+        # of ` (or '), characters pair up from the left, the first of a pair becoming nothing
+        # and the second the " (as Hugging Face's Replace aligns it). Joined, these give
+        # `preprocess(texts)` exactly.
+        characters = tf.strings.unicode_decode(texts, "UTF-8")
+        codes = characters.flat_values
+        size = tf.size(codes, out_type=tf.int64)
+        positions = tf.range(size)
+        row_starts = characters.row_starts()
+        row_limits = characters.row_limits()
+        char_rows = characters.value_rowids()
+        last_in_row = tf.equal(positions + 1, tf.gather(row_limits, char_rows))
+        first_in_row = tf.equal(positions, tf.gather(row_starts, char_rows))
+
+        def shift_left(values):  # values[i + 1] within the row, False at the row's end
+            shifted = tf.concat([values[1:], tf.zeros([1], values.dtype)], axis=0)
+            return tf.logical_and(tf.logical_not(last_in_row), tf.cast(shifted, tf.bool))
+
+        # Per distinct character: its preprocessed length in bytes, and whether SentencePiece
+        # makes anything of it but whitespace (its normalizer deletes zero-width characters).
+        # The " of a quote pair is the last distinct entry.
+        distinct, index = tf.unique(codes)
+        distinct_text = tf.concat([tf.strings.unicode_encode(distinct[:, tf.newaxis], "UTF-8"),
+                                   ['"']], axis=0)
+        distinct_pieces = preprocess(distinct_text, self.lowercase, self.keep_accents,
+                                     remove_space=False)
+        distinct_lengths = tf.cast(tf.strings.length(distinct_pieces), tf.int64)
+        distinct_significant = self._sentence_piece.tokenize(distinct_pieces).row_lengths() > 0
+        lengths = tf.gather(distinct_lengths, index)
+        significant = tf.gather(distinct_significant, index)
+        if self.remove_space:
+            is_space = tf.gather(tf.strings.regex_full_match(distinct_text, _WHITESPACE), index)
+            solid = tf.cast(tf.logical_not(is_space), tf.int64)
+            solid_before = tf.cumsum(solid, exclusive=True)
+            solid_before -= tf.gather(solid_before, tf.gather(row_starts, char_rows))
+            keeps_space = tf.logical_and(
+                solid_before > 0, shift_left(tf.logical_not(is_space)))
+            lengths = tf.where(is_space, tf.cast(keeps_space, tf.int64), lengths)
+            significant = tf.logical_and(significant, tf.logical_not(is_space))
+        for quote in ("`", "'"):
+            is_quote = tf.equal(codes, ord(quote))
+            previous_quote = tf.logical_and(
+                tf.logical_not(first_in_row),
+                tf.concat([[False], is_quote[:-1]], axis=0))
+            # Where each run of quotes starts; a character's place in its run.
+            run_starts = tf.where(tf.logical_not(tf.logical_and(is_quote, previous_quote)))[:, 0]
+            run_start = tf.gather(run_starts, tf.searchsorted(run_starts, positions,
+                                                              side="right") - 1)
+            second = tf.logical_and(is_quote, tf.math.floormod(positions - run_start, 2) == 1)
+            first = tf.logical_and(tf.logical_and(is_quote, tf.logical_not(second)),
+                                   shift_left(is_quote))
+            lengths = tf.where(first, tf.zeros_like(lengths),
+                               tf.where(second, tf.ones_like(lengths), lengths))
+            significant = tf.where(second, distinct_significant[-1], significant)
+        significant = tf.logical_and(significant, lengths > 0)
+        significant_positions = tf.concat([tf.where(significant)[:, 0], [size]], axis=0)
+
+        # Global (whole-batch) preprocessed byte position where each character's bytes end.
+        character_ends = tf.cumsum(lengths)
+        row_byte_starts = tf.cumsum(
+            tf.reduce_sum(characters.with_flat_values(lengths), axis=1), exclusive=True)
+
+        token_ids, starts, ends = self._sentence_piece.tokenize_with_offsets(self.preprocess(texts))
+        token_rows = token_ids.value_rowids()
+        byte_base = tf.gather(row_byte_starts, token_rows)
+        starts = tf.cast(starts.flat_values, tf.int64) + byte_base
+        ends = tf.cast(ends.flat_values, tf.int64) + byte_base
+        # The character holding a byte is the first whose bytes end after it; for an empty
+        # range (SentencePiece's dummy-prefix "▁"), `last` comes before `first`.
+        first = tf.searchsorted(character_ends, starts, side="right", out_type=tf.int64)
+        last = tf.searchsorted(character_ends, ends - 1, side="right", out_type=tf.int64)
+        # The first and last significant characters in [first, last]; with none (a lone
+        # "▁"), the next significant character.
+        low = tf.searchsorted(significant_positions, first, side="left", out_type=tf.int64)
+        high = tf.searchsorted(significant_positions, last, side="right", out_type=tf.int64) - 1
+        start_character = tf.gather(significant_positions, low)
+        end_character = tf.gather(significant_positions, tf.maximum(low, high)) + 1
+        row_base = tf.gather(row_starts, token_rows)
+        row_limit = tf.gather(row_limits, token_rows)
+        start_character = tf.clip_by_value(start_character, row_base, row_limit)
+        end_character = tf.clip_by_value(end_character, start_character, row_limit)
+
+        def shaped(values):
+            return token_ids.with_flat_values(tf.cast(values, tf.int32))
+
+        return (token_ids, shaped(start_character - row_base), shaped(end_character - row_base))
 
     def _detokenize(self, token_ids):
         return self._sentence_piece.detokenize(token_ids)

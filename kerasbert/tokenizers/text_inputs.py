@@ -47,7 +47,7 @@ def _checked_utf8(texts, argument):
         if bad.size:
             raise ValueError(f"{argument}[{bad[0]}] is not valid UTF-8: {texts.numpy()[bad[0]]!r}")
         return texts
-    first_bad = tf.argmax(tf.cast(invalid, tf.int32))
+    first_bad = tf.argmax(tf.concat([tf.cast(invalid, tf.int32), [0]], axis=0))  # 0 if empty
     check = tf.debugging.Assert(
         tf.logical_not(tf.reduce_any(invalid)),
         [f"{argument} holds text that is not valid UTF-8, first at index", first_bad])
