@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 import transformers
 
-from kerasbert.tokenizers import WordPieceTokenizer, from_hf, train_wordpiece
+from kerasbert.tokenizers import WordPieceTokenizer, from_hf
 from kerasbert.tokenizers.base import Tokenizer
 from kerasbert.tokenizers.text_files import iterate_lines
 from tests.tokenizer_cases import ADVERSARIAL_TEXTS, corpus_files
@@ -19,22 +19,22 @@ def corpus_lines():
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
-def tokenizers(request, tmp_path_factory):
+def tokenizers(request, tmp_path_factory, trained_wordpiece_dir):
     """Uncased: a vocabulary from our `train_wordpiece`; cased: from the `tokenizers` library's
-    trainer (seconds instead of half a minute, and a vocabulary we did not make)."""
+    trainer (a vocabulary we did not make)."""
     lowercase = request.param
-    directory = tmp_path_factory.mktemp("wordpiece_offsets")
     if lowercase:
-        train_wordpiece(corpus_files(), vocab_size=4000, lowercase=True, output_dir=directory)
+        directory = trained_wordpiece_dir(True)
     else:
         from tokenizers import BertWordPieceTokenizer
 
+        directory = tmp_path_factory.mktemp("wordpiece_offsets")
         trainer = BertWordPieceTokenizer(lowercase=False)
         trainer.train([str(path) for path in corpus_files(plain_text_dir=directory)],
                       vocab_size=4000,
                       special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
         trainer.save_model(str(directory))
-    (directory / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": lowercase}))
+        (directory / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
     reference = transformers.BertTokenizer(vocab=str(directory / "vocab.txt"),
                                            do_lower_case=lowercase)
     return from_hf(directory), reference

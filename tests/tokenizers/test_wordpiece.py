@@ -1,24 +1,19 @@
 """WordPiece tokenizer: identical to Hugging Face's BERT tokenizer, in-graph, with clear errors."""
 
-import json
-
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 import transformers
 
-from kerasbert.tokenizers import VocabularyError, WordPieceTokenizer, from_hf, train_wordpiece
+from kerasbert.tokenizers import VocabularyError, WordPieceTokenizer, from_hf
 from kerasbert.tokenizers.text_files import iterate_lines
 from tests.tokenizer_cases import ADVERSARIAL_TEXTS, corpus_files
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
-def vocab_dir(request, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("wordpiece")
-    train_wordpiece(corpus_files(), vocab_size=4000, lowercase=request.param, output_dir=directory)
-    (directory / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": request.param}))
-    return directory, request.param
+def vocab_dir(request, trained_wordpiece_dir):
+    return trained_wordpiece_dir(request.param), request.param
 
 
 @pytest.fixture(scope="module")
