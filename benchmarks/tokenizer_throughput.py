@@ -98,7 +98,22 @@ def sentence_piece_runners():
             "keras-hub": keras_hub_runner(hub, tokenizer)}
 
 
-FAMILIES = {"wordpiece": wordpiece_runners, "sentence_piece": sentence_piece_runners}
+def byte_pair_runners():
+    from tokenizers import ByteLevelBPETokenizer
+
+    directory = demo.vocabulary_dir("byte_pair")
+    ours, tokenizer = ours_runner(directory)
+    rust = ByteLevelBPETokenizer(os.path.join(directory, "vocab.json"),
+                                 os.path.join(directory, "merges.txt"))
+    hub = keras_hub.tokenizers.BytePairTokenizer(
+        vocabulary=os.path.join(directory, "vocab.json"),
+        merges=os.path.join(directory, "merges.txt"))
+    return {"kerasbert": ours, "tokenizers": rust_runner(rust),
+            "keras-hub": keras_hub_runner(hub, tokenizer)}
+
+
+FAMILIES = {"wordpiece": wordpiece_runners, "byte_pair": byte_pair_runners,
+            "sentence_piece": sentence_piece_runners}
 
 
 def main():

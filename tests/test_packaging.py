@@ -30,7 +30,8 @@ def test_wheel_layout(wheel):
                    "kerasbert/data/demo/pydocs-00000-of-00004.txt.gz",
                    "kerasbert/data/demo/LICENSE.PSF.txt",
                    "kerasbert/data/demo/vocab/wordpiece/vocab.txt",
-                   "kerasbert/data/demo/vocab/sentence_piece/spiece.model"):
+                   "kerasbert/data/demo/vocab/sentence_piece/spiece.model",
+                   "kerasbert/data/demo/vocab/byte_pair/merges.txt"):
         assert module in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "kerasbert-demo = kerasbert.cli.demo:run" in zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -142,3 +142,30 @@ def _index_vocabulary(vocabulary, source):
     if not index:
         raise VocabularyError(f"{source} is empty")
     return index
+
+
+def vocabulary_from_ids(token_to_id, source):
+    """A `{token: id}` mapping (a `vocab.json`) as a token list in id order.
+
+    Raises `VocabularyError` naming `source` unless the ids are non-negative
+    integers, each given to one token, covering exactly 0..n-1.
+
+    Example:
+    >>> vocabulary_from_ids({"b": 1, "a": 0}, "vocab.json")
+    ['a', 'b']
+    """
+    by_id = {}
+    for token, token_id in token_to_id.items():
+        if isinstance(token_id, bool) or not isinstance(token_id, int) or token_id < 0:
+            raise VocabularyError(f"{source}: token {token!r} has id {token_id!r}; "
+                                  "ids must be non-negative integers")
+        if token_id in by_id:
+            raise VocabularyError(f"{source}: tokens {by_id[token_id]!r} and {token!r} "
+                                  f"share the id {token_id}")
+        by_id[token_id] = token
+    missing = sorted(set(range(len(by_id))) - set(by_id))
+    if missing:
+        raise VocabularyError(f"{source}: ids must be 0..{len(by_id) - 1} without gaps; "
+                              f"{len(missing)} missing, first {missing[:5]} "
+                              f"(largest id is {max(by_id)})")
+    return [by_id[token_id] for token_id in range(len(by_id))]

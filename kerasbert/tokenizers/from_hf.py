@@ -3,7 +3,8 @@
 import json
 import os
 
-from kerasbert.tokenizers.base import VocabularyError
+from kerasbert.tokenizers.base import VocabularyError, vocabulary_from_ids
+from kerasbert.tokenizers.byte_pair import BytePairTokenizer
 from kerasbert.tokenizers.sentence_piece import (DIGIT_COMMA_PENALTY, is_digit_comma_piece,
                                                  load_sentence_piece_tokenizer, parse_model_proto)
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
@@ -40,6 +41,10 @@ def from_hf(directory):
             keep_accents=config.get("keep_accents", False),
             remove_space=config.get("remove_space", True), penalize_digit_comma=penalize,
             **specials)
+    if {"vocab.json", "merges.txt"} <= files:
+        return BytePairTokenizer.from_files(
+            os.path.join(directory, "vocab.json"), os.path.join(directory, "merges.txt"),
+            **_byte_pair_options(config), **specials)
     if "vocab.txt" in files:
         path = os.path.join(directory, "vocab.txt")
         return WordPieceTokenizer(
@@ -79,26 +84,35 @@ def _from_tokenizer_json(path, specials):
         if normalizer.get("type") != "BertNormalizer" or model.get("continuing_subword_prefix") != "##":
             raise VocabularyError(f"{path}: only BERT-style WordPiece (BertNormalizer, '##') is supported")
         return WordPieceTokenizer(
-            _vocabulary_from_ids(model["vocab"], path), lowercase=normalizer.get("lowercase", True),
+            vocabulary_from_ids(model["vocab"], path), lowercase=normalizer.get("lowercase", True),
             strip_accents=normalizer.get("strip_accents"),
             split_cjk=normalizer.get("handle_chinese_chars", True),
             max_chars_per_word=model.get("max_input_chars_per_word", 100), source=path,
             **{**specials, "unk_token": model.get("unk_token", specials.get("unk_token", "[UNK]"))})
+    if model.get("type") == "BPE":
+        pre_tokenizer = spec.get("pre_tokenizer") or {}
+        if pre_tokenizer.get("type") != "ByteLevel":
+            raise VocabularyError(f"{path}: only byte-level BPE (ByteLevel pre-tokenizer) is supported")
+        merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+        return BytePairTokenizer(
+            vocabulary_from_ids(model["vocab"], path), merges,
+            add_prefix_space=pre_tokenizer.get("add_prefix_space", False),
+            lstrip_tokens=[t["content"] for t in spec.get("added_tokens", []) if t.get("lstrip")],
+            rstrip_tokens=[t["content"] for t in spec.get("added_tokens", []) if t.get("rstrip")],
+            source=path, **specials)
     raise VocabularyError(f"{path}: tokenizer model type {model.get('type')!r} is not supported here")
 
 
-def _vocabulary_from_ids(token_to_id, source):
-    """A `{token: id}` mapping as a list in id order; ids must be exactly 0..n-1."""
-    by_id = {}
-    for token, token_id in token_to_id.items():
-        if token_id in by_id:
-            raise VocabularyError(f"{source}: id {token_id} is given to both {by_id[token_id]!r} "
-                                  f"and {token!r}")
-        by_id[token_id] = token
-    gaps = sorted(set(range(len(by_id))) - set(by_id))
-    if gaps:
-        raise VocabularyError(f"{source}: token ids are not 0..{len(by_id) - 1}; missing {gaps[:10]}")
-    return [by_id[i] for i in range(len(by_id))]
+def _byte_pair_options(config):
+    """`add_prefix_space` and the special tokens that swallow neighbouring spaces (RoBERTa's
+    `<mask>` has `"lstrip": true`), from a `tokenizer_config.json`."""
+    options = {"add_prefix_space": config.get("add_prefix_space", False)}
+    for side in ("lstrip", "rstrip"):
+        tokens = [value["content"] for key, value in config.items()
+                  if key.endswith("_token") and isinstance(value, dict) and value.get(side)]
+        if tokens:
+            options[f"{side}_tokens"] = tokens
+    return options
 
 
 def _special_tokens(config):

@@ -2,11 +2,13 @@
 
 import os
 
+from kerasbert.tokenizers.byte_pair_training import train_byte_pair
 from kerasbert.tokenizers.sentence_piece_training import train_sentence_piece
 from kerasbert.tokenizers.wordpiece_training import train_wordpiece
 
 TRAINERS = {
     "wordpiece": (train_wordpiece, ("vocab.txt",)),
+    "byte_pair": (train_byte_pair, ("vocab.json", "merges.txt")),
     "sentence_piece": (train_sentence_piece, ("spiece.model",)),
 }
 

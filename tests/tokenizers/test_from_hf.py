@@ -6,7 +6,10 @@ import shutil
 import pytest
 
 from kerasbert.data import demo
-from kerasbert.tokenizers import SentencePieceTokenizer, WordPieceTokenizer, from_hf
+import transformers
+
+from kerasbert.tokenizers import BytePairTokenizer, SentencePieceTokenizer, WordPieceTokenizer, from_hf
+from tests.tokenizer_cases import ADVERSARIAL_TEXTS
 
 
 
@@ -30,9 +33,32 @@ def test_vocab_txt_with_its_settings(tmp_path):
     assert (tokenizer.lowercase, tokenizer.strip_accents, tokenizer.split_cjk) == (False, False, False)
 
 
+def test_vocab_json_and_merges_with_roberta_settings(tmp_path):
+    for name in ("vocab.json", "merges.txt"):
+        shutil.copy(f"{demo.vocabulary_dir('byte_pair')}/{name}", tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"add_prefix_space": False, "mask_token": {"content": "<mask>", "lstrip": True}}))
+    tokenizer = from_hf(tmp_path)
+    assert isinstance(tokenizer, BytePairTokenizer) and tokenizer.lstrip_tokens == ["<mask>"]
+
+
+def test_reads_transformers_5_tokenizer_json_for_byte_pair(tmp_path):
+    """transformers 5 saves a RoBERTa tokenizer as tokenizer.json only."""
+    directory = demo.vocabulary_dir("byte_pair")
+    reference = transformers.RobertaTokenizer(vocab=f"{directory}/vocab.json",
+                                              merges=f"{directory}/merges.txt")
+    reference.save_pretrained(tmp_path)
+    assert not (tmp_path / "vocab.json").exists()
+    ours = from_hf(tmp_path)
+    assert isinstance(ours, BytePairTokenizer)
+    texts = ADVERSARIAL_TEXTS + ["This is a <mask> test.", "Python's docs are good."]
+    assert ours.tokenize(texts).to_list() == reference(texts, add_special_tokens=False)["input_ids"]
+
+
 def test_shipped_vocabularies_load():
     assert isinstance(from_hf(demo.vocabulary_dir("wordpiece")), WordPieceTokenizer)
     assert isinstance(from_hf(demo.vocabulary_dir("sentence_piece")), SentencePieceTokenizer)
+    assert isinstance(from_hf(demo.vocabulary_dir("byte_pair")), BytePairTokenizer)
     with pytest.raises(ValueError, match="'gpt'"):
         demo.vocabulary_dir("gpt")
 
