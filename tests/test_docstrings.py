@@ -9,8 +9,11 @@ import pytest
 
 import kerasbert
 
+# zoo/ and export/ are installed as kerasbert.zoo / kerasbert.export from outside kerasbert/.
+PACKAGES = (kerasbert, kerasbert.zoo, kerasbert.export)
 MODULES = sorted(
-    info.name for info in pkgutil.walk_packages(kerasbert.__path__, prefix="kerasbert.")
+    info.name for package in PACKAGES
+    for info in pkgutil.walk_packages(package.__path__, prefix=package.__name__ + ".")
     if ".cli." not in info.name and not info.name.endswith(".rebuild"))
 
 

@@ -7,5 +7,7 @@ from kerasbert.zoo.registry import (
     list_presets,
     source_checkpoint,
 )
+from kerasbert.zoo.tokenizers import TokenizerSpec, build_tokenizer, tokenizer_spec
 
-__all__ = ["UnknownPresetError", "build", "get_config", "list_presets", "source_checkpoint"]
+__all__ = ["TokenizerSpec", "UnknownPresetError", "build", "build_tokenizer", "get_config",
+           "list_presets", "source_checkpoint", "tokenizer_spec"]

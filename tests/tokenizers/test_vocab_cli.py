@@ -1,0 +1,43 @@
+"""`kerasbert-vocab`: trains each vocabulary kind from text files, with a progress bar."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kerasbert.data import demo
+from kerasbert.tokenizers import from_hf
+
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+
+
+def _run(*flags):
+    return subprocess.run([sys.executable, "-m", "kerasbert.cli.vocab", *flags], env=ENV,
+                          capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("kind,size,files", [
+    ("wordpiece", 2000, ["vocab.txt"]),
+    ("byte_pair", 600, ["vocab.json", "merges.txt"]),
+    ("sentence_piece", 600, ["spiece.model"]),
+])
+def test_trains_a_loadable_vocabulary(tmp_path, kind, size, files):
+    shard = demo.pretraining_corpus_files()[0]
+    result = _run(f"--input_files={shard}", f"--type={kind}", f"--vocab_size={size}",
+                  f"--output_dir={tmp_path}")
+    assert result.returncode == 0, result.stderr
+    assert sorted(os.listdir(tmp_path)) == sorted(files)
+    assert "/" in result.stdout and "line" in result.stdout  # the progress bar's count and unit
+    tokenizer = from_hf(tmp_path)
+    assert 100 < tokenizer.vocabulary_size() <= size
+    assert tokenizer.tokenize(["Python is a programming language."]).shape[0] == 1
+
+
+def test_bad_flags_are_named(tmp_path):
+    result = _run(f"--input_files={tmp_path}/nothing*.txt", "--type=wordpiece", "--vocab_size=100",
+                  f"--output_dir={tmp_path}")
+    assert result.returncode != 0 and "matched no file" in result.stderr
+    result = _run(f"--input_files={tmp_path}", "--type=gpt", "--vocab_size=100",
+                  f"--output_dir={tmp_path}")
+    assert result.returncode != 0 and "--type" in result.stderr
