@@ -100,7 +100,8 @@ def _from_tokenizer_json(path, specials):
             lstrip_tokens=[t["content"] for t in spec.get("added_tokens", []) if t.get("lstrip")],
             rstrip_tokens=[t["content"] for t in spec.get("added_tokens", []) if t.get("rstrip")],
             source=path, **specials)
-    raise VocabularyError(f"{path}: tokenizer model type {model.get('type')!r} is not supported here")
+    hint = " (for ALBERT, put the checkpoint's spiece.model beside it)" if model.get("type") == "Unigram" else ""
+    raise VocabularyError(f"{path}: tokenizer model type {model.get('type')!r} is not supported{hint}")
 
 
 def _byte_pair_options(config):

@@ -66,3 +66,11 @@ def test_shipped_vocabularies_load():
 def test_missing_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere"):
         from_hf(tmp_path / "nowhere")
+
+
+def test_unigram_tokenizer_json_without_spiece_model_is_refused_clearly(tmp_path):
+    directory = demo.vocabulary_dir("sentence_piece")
+    transformers.AlbertTokenizer.from_pretrained(directory).save_pretrained(tmp_path)
+    assert not (tmp_path / "spiece.model").exists()
+    with pytest.raises(ValueError, match="'Unigram' is not supported.*spiece.model"):
+        from_hf(tmp_path)
