@@ -129,6 +129,12 @@ class BytePairTokenizer(Tokenizer):
     Characters whose byte tokens are missing from the vocabulary are dropped,
     as Hugging Face's BPE (which has no unknown token for RoBERTa) does.
 
+    `tokenize_with_offsets` gives Hugging Face's `offset_mapping` (with its
+    `trim_offsets`: a token's leading "Ġ" is not part of its span, an
+    all-space token's span is empty; byte tokens of one character all span
+    that character). Not with `add_prefix_space` or `lstrip_tokens` /
+    `rstrip_tokens` (NotImplementedError).
+
     Args:
         vocabulary: the tokens in id order (the keys of a `vocab.json` sorted
             by id; `read_vocabulary_json` reads one).
@@ -220,11 +226,23 @@ class BytePairTokenizer(Tokenizer):
         # Each id's bytes, for detokenization: a token made of byte characters stands for those
         # bytes; any other token (e.g. an added one) for its own UTF-8 text, as in Hugging Face.
         char_bytes = {char: bytes([byte]) for byte, char in enumerate(bytes_to_unicode())}
-        self._id_bytes = tf.constant([
+        id_bytes = [
             b"".join(char_bytes[c] for c in token) if all(c in char_bytes for c in token)
-            else token.encode("utf-8") for token in self.vocabulary])
+            else token.encode("utf-8") for token in self.vocabulary]
+        self._id_bytes = tf.constant(id_bytes)
         self._tokenize_graph = tf.function(
             self._tokenize_texts, input_signature=[tf.TensorSpec([None], tf.string)],
+            autograph=False)
+        # For offsets: the bytes each id covers, and its leading / trailing spaces ("Ġ" or
+        # whitespace characters), which Hugging Face's trim_offsets leaves out of its span.
+        self._id_byte_lengths = tf.constant([len(b) for b in id_bytes], tf.int64)
+        self._id_leading_spaces = tf.constant(
+            [_count_spaces(token) for token in self.vocabulary], tf.int32)
+        self._id_trailing_spaces = tf.constant(
+            [_count_spaces(token[::-1]) for token in self.vocabulary], tf.int32)
+        self._all_bytes_known = all(char in self._token_to_id for char in bytes_to_unicode())
+        self._offsets_graph = tf.function(
+            self._offsets_texts, input_signature=[tf.TensorSpec([None], tf.string)],
             autograph=False)
 
     @classmethod
@@ -256,6 +274,68 @@ class BytePairTokenizer(Tokenizer):
         # costs a function call per batch in tf.data.
         return tf.RaggedTensor.from_row_splits(
             ids.flat_values, tf.gather(ids.row_splits, words.row_splits), validate=False)
+
+    def _tokenize_with_offsets(self, texts):
+        if self.add_prefix_space or self._strip_patterns:
+            raise NotImplementedError(
+                "BytePairTokenizer computes token offsets only without add_prefix_space, "
+                "lstrip_tokens and rstrip_tokens (which change the text before it is split)")
+        if tf.executing_eagerly():
+            return self._offsets_graph(texts)
+        return self._offsets_texts(texts)
+
+    def _offsets_texts(self, texts):
+        # Without those options, the words are the text cut into pieces: their bytes, in order,
+        # are the bytes of the texts of the batch one after the other (the "stream").
+        words = self._split_words(texts, drop_empty=False)
+        flat_words = words.flat_values
+        ids = self._word_ids(flat_words)
+        token_ids = ids.flat_values
+        token_row = tf.gather(words.value_rowids(), ids.value_rowids())
+        # Each token stands for a run of its word's bytes, the tokens of a word for all of them
+        # in order (a special token for its word's text), so the runs follow one another through
+        # the stream. Bytes missing from the vocabulary are dropped and covered by no token.
+        lengths = tf.gather(self._id_byte_lengths, token_ids)
+        byte_ends = tf.cumsum(lengths)
+        byte_starts = byte_ends - lengths
+        if not self._all_bytes_known:
+            # Runs in the kept bytes -> positions in the stream. (Hugging Face counts a word's
+            # offsets over its kept bytes only, so after a dropped character its spans shift
+            # onto the wrong characters; these stay on the characters each token came from.)
+            word_lengths = tf.strings.length(flat_words)
+            byte_values = tf.strings.unicode_decode(flat_words, "ISO-8859-1").flat_values
+            known = tf.gather(self._byte_ids, byte_values) >= 0
+            if self._special_ids is not None:
+                known |= tf.repeat(self._special_ids.lookup(flat_words) >= 0, word_lengths)
+            kept = tf.where(known)[:, 0]
+            byte_starts = tf.gather(kept, byte_starts)
+            byte_ends = tf.gather(kept, byte_ends - 1) + 1
+        # Stream bytes -> characters: a token that starts or ends inside a character (a byte
+        # token of an emoji) spans the whole character, as in Hugging Face.
+        characters = tf.strings.unicode_decode(texts, "UTF-8")
+        code_points = characters.flat_values
+        character_lengths = (1 + tf.cast(code_points >= 0x80, tf.int64)
+                             + tf.cast(code_points >= 0x800, tf.int64)
+                             + tf.cast(code_points >= 0x10000, tf.int64))
+        # The character of each stream byte (one gather is cheaper than a binary search).
+        byte_characters = tf.repeat(tf.range(tf.size(code_points, tf.int64)), character_lengths)
+        row_base = tf.gather(characters.row_starts(), token_row)
+        starts = tf.gather(byte_characters, byte_starts) - row_base
+        ends = tf.gather(byte_characters, byte_ends - 1) + 1 - row_base
+        starts, ends = tf.cast(starts, tf.int32), tf.cast(ends, tf.int32)
+        # Hugging Face's ByteLevel trim_offsets: leading spaces move the start (at most to the
+        # end), trailing ones the end (at least to the start); an all-space token is empty.
+        leading = tf.gather(self._id_leading_spaces, token_ids)
+        trailing = tf.gather(self._id_trailing_spaces, token_ids)
+        starts = tf.minimum(starts + leading, ends)
+        ends = tf.where((trailing > 0) & (ends >= trailing),
+                        tf.maximum(ends - trailing, starts), ends)
+
+        def shaped(values):
+            return tf.RaggedTensor.from_row_splits(
+                values, tf.gather(ids.row_splits, words.row_splits), validate=False)
+
+        return shaped(token_ids), shaped(starts), shaped(ends)
 
     def pre_tokenize(self, texts):
         """The words (pre-tokenized pieces) of each text, ragged tf.string `[batch, None]`."""
@@ -398,6 +478,20 @@ def _split_words(texts, special_pattern="", special_ids=None, add_prefix_space=F
     return tf.RaggedTensor.from_value_rowids(
         tf.boolean_mask(pieces.flat_values, keep), tf.boolean_mask(pieces.value_rowids(), keep),
         nrows=pieces.nrows())
+
+
+# Characters Rust's `char::is_whitespace` (Unicode White_Space) accepts, and GPT-2's byte
+# character for the space byte: what Hugging Face's ByteLevel trim_offsets counts as spaces.
+_SPACES = frozenset("\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+                    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\u0120")
+
+
+def _count_spaces(token):
+    """How many characters at the start of `token` are spaces (see `_SPACES`)."""
+    count = 0
+    while count < len(token) and token[count] in _SPACES:
+        count += 1
+    return count
 
 
 def _shift_right(values, fill):
