@@ -1,6 +1,7 @@
-"""The main job, for now: build each family's smallest preset, run it, save and reload it."""
+"""The main job, for now: each family's smallest preset, run on shipped-corpus text, saved and reloaded."""
 
 import dataclasses
+import itertools
 import os
 import tempfile
 
@@ -9,7 +10,9 @@ import numpy as np
 
 from kerasbert import zoo
 from kerasbert.config import FAMILIES
+from kerasbert.data import demo
 from kerasbert.models.inference import inference_function
+from kerasbert.tokenizers.text_files import iterate_lines
 
 
 @dataclasses.dataclass
@@ -46,18 +49,20 @@ def _approximate_parameters(config):
     return embeddings + config.num_distinct_layers * layer
 
 
-def run_preset(name, work_dir, batch_size=2, seq_length=16, seed=0):
-    """Build preset `name`, run a batch, save and reload it as `.keras`; return a `DemoRow`."""
+def corpus_sentences(count):
+    """The first `count` sentences of the shipped pretraining corpus."""
+    return list(itertools.islice(iterate_lines(demo.pretraining_corpus_files()), count))
+
+
+def run_preset(name, work_dir, batch_size=2, seq_length=16):
+    """Build preset `name`, run a batch of shipped-corpus sentence pairs through it (tokenized by
+    the preset's tokenizer over the vocabulary shipped for its kind), save and reload it as
+    `.keras`; return a `DemoRow`."""
     encoder = zoo.build(name)
-    config = encoder.config
-    rng = np.random.default_rng(seed)
-    token_ids = rng.integers(config.pad_token_id + 1, config.vocab_size,
-                             size=(batch_size, seq_length)).astype("int32")
-    padding_mask = np.ones_like(token_ids)
-    padding_mask[1:, seq_length // 2:] = 0
-    token_ids = np.where(padding_mask == 1, token_ids, config.pad_token_id).astype("int32")
-    inputs = {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids),
-              "padding_mask": padding_mask}
+    tokenizer = zoo.build_tokenizer(name, demo.vocabulary_dir(zoo.tokenizer_spec(name).kind))
+    sentences = corpus_sentences(2 * batch_size)
+    packed = tokenizer(sentences[:batch_size], sentences[batch_size:], max_length=seq_length)
+    inputs = {key: value.numpy() for key, value in packed.items()}
     outputs = inference_function(encoder)(inputs)
 
     path = os.path.join(work_dir, f"{name}.keras")

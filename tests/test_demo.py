@@ -12,6 +12,11 @@ def test_smallest_preset_of_each_family():
                                        "electra_small_discriminator"]
 
 
+def test_batches_are_shipped_corpus_text_through_the_preset_tokenizer():
+    sentences = demo.corpus_sentences(4)
+    assert len(sentences) == 4 and all(len(s.split()) > 3 for s in sentences)
+
+
 def test_run_and_table(tmp_path):
     rows = demo.run_demo(["bert_tiny_uncased"], work_dir=str(tmp_path))
     (row,) = rows
