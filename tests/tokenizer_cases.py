@@ -53,3 +53,22 @@ def corpus_files(plain_text_dir=None):
             shutil.copyfileobj(source, out)
         plain.append(target)
     return plain
+
+
+def assert_offsets_same_in_graph(tokenizer, texts):
+    """`tokenize_with_offsets` gives the eager result in a `tf.function` and in a `tf.data` map."""
+    import tensorflow as tf
+
+    eager = [tensor.to_list() for tensor in tokenizer.tokenize_with_offsets(texts)]
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def graph(batch):
+        return tokenizer.tokenize_with_offsets(batch)
+
+    assert [tensor.to_list() for tensor in graph(tf.constant(texts))] == eager
+    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(16).map(tokenizer.tokenize_with_offsets)
+    streamed = [[], [], []]
+    for batch in dataset:
+        for column, tensor in zip(streamed, batch):
+            column.extend(tensor.to_list())
+    assert streamed == eager

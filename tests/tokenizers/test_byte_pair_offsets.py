@@ -9,7 +9,7 @@ import transformers
 import kerasbert.data.demo
 from kerasbert.tokenizers.byte_pair import BytePairTokenizer, bytes_to_unicode
 from kerasbert.tokenizers.text_files import iterate_lines
-from tests.tokenizer_cases import ADVERSARIAL_TEXTS
+from tests.tokenizer_cases import ADVERSARIAL_TEXTS, assert_offsets_same_in_graph
 
 # Where byte-level offsets are delicate: spaces (trimmed from spans), multi-byte characters split
 # into byte tokens, special tokens, whitespace runs.
@@ -89,18 +89,7 @@ def test_known_spans(tokenizer):
 
 def test_in_tf_function_and_tf_data(tokenizer, corpus_lines):
     texts = corpus_lines[:50] + ["a 😀 b", ""]
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def offsets(texts):
-        return tokenizer.tokenize_with_offsets(texts)
-
-    graph = [t.to_list() for t in offsets(tf.constant(texts))]
-    eager = [t.to_list() for t in tokenizer.tokenize_with_offsets(texts)]
-    assert graph == eager
-    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(16).map(
-        tokenizer.tokenize_with_offsets)
-    batches = [[t.to_list() for t in batch] for batch in dataset]
-    assert [sum((batch[k] for batch in batches), []) for k in range(3)] == eager
+    assert_offsets_same_in_graph(tokenizer, texts)
 
 
 def test_squad_style_answer_span(tokenizer):

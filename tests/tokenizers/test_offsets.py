@@ -10,7 +10,7 @@ import transformers
 from kerasbert.tokenizers import WordPieceTokenizer, from_hf
 from kerasbert.tokenizers.base import Tokenizer
 from kerasbert.tokenizers.text_files import iterate_lines
-from tests.tokenizer_cases import ADVERSARIAL_TEXTS, corpus_files
+from tests.tokenizer_cases import ADVERSARIAL_TEXTS, assert_offsets_same_in_graph, corpus_files
 
 
 @pytest.fixture(scope="module")
@@ -109,19 +109,7 @@ def test_other_normalizer_options(tokenizers, corpus_lines, options):
 def test_runs_in_tf_function_and_tf_data(tokenizers, corpus_lines):
     ours, _ = tokenizers
     texts = corpus_lines[:64] + ["", "x" * 150]
-    eager = [tensor.to_list() for tensor in ours.tokenize_with_offsets(texts)]
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def graph(batch):
-        return ours.tokenize_with_offsets(batch)
-
-    assert [tensor.to_list() for tensor in graph(tf.constant(texts))] == eager
-    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(16).map(ours.tokenize_with_offsets)
-    streamed = [[], [], []]
-    for batch in dataset:
-        for column, tensor in zip(streamed, batch):
-            column.extend(tensor.to_list())
-    assert streamed == eager
+    assert_offsets_same_in_graph(ours, texts)
 
 
 def test_squad_style_answer_spans(tokenizers, corpus_lines):

@@ -11,7 +11,7 @@ from kerasbert.data import demo
 from kerasbert.tokenizers.sentence_piece import load_sentence_piece_tokenizer
 from kerasbert.tokenizers.sentence_piece_training import train_sentence_piece
 from kerasbert.tokenizers.text_files import iterate_lines
-from tests.tokenizer_cases import ADVERSARIAL_TEXTS
+from tests.tokenizer_cases import ADVERSARIAL_TEXTS, assert_offsets_same_in_graph
 from tests.tokenizers.test_sentence_piece import (ALBERT_TEXTS, SPECIAL_TOKEN_TEXTS,
                                                   STACKED_MARKS, reference_preprocess)
 
@@ -177,19 +177,7 @@ def test_known_differences_from_transformers(tokenizers):
 def test_runs_in_tf_function_and_tf_data(tokenizers, corpus_lines):
     ours = tokenizers[0]
     texts = corpus_lines[:64] + ["", " ", "``", "x" * 150] + EXTRA_TEXTS
-    eager = [tensor.to_list() for tensor in ours.tokenize_with_offsets(texts)]
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def graph(batch):
-        return ours.tokenize_with_offsets(batch)
-
-    assert [tensor.to_list() for tensor in graph(tf.constant(texts))] == eager
-    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(16).map(ours.tokenize_with_offsets)
-    streamed = [[], [], []]
-    for batch in dataset:
-        for column, tensor in zip(streamed, batch):
-            column.extend(tensor.to_list())
-    assert streamed == eager
+    assert_offsets_same_in_graph(ours, texts)
 
 
 def test_squad_style_answer_spans(tokenizers, corpus_lines):
