@@ -34,6 +34,10 @@ _END = b"\xff"
 _CUT = rf"([{_WS}])([{_WS}][^{_WS}])"
 # 2. Each word, which now matches as it would in the whole text.
 _WORD = rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{_L}]+| ?[{_N}]+| ?[^{_WS}{_L}{_N}]+|[{_WS}]+"
+# Marks (never part of UTF-8 text) of the edits that lstrip/rstrip tokens and add_prefix_space
+# make, for offsets: _DROP before and after whitespace a token takes, _ADD before an added space.
+_DROP = b"\xfd"
+_ADD = b"\xfc"
 _NO_MERGE = 2**31 - 1
 
 
@@ -132,8 +136,11 @@ class BytePairTokenizer(Tokenizer):
     `tokenize_with_offsets` gives Hugging Face's `offset_mapping` (with its
     `trim_offsets`: a token's leading "Ġ" is not part of its span, an
     all-space token's span is empty; byte tokens of one character all span
-    that character). Not with `add_prefix_space` or `lstrip_tokens` /
-    `rstrip_tokens` (NotImplementedError).
+    that character). Whitespace that an `lstrip_tokens` / `rstrip_tokens`
+    token takes is in no span; a space that `add_prefix_space` adds belongs to
+    the character after it and, in the text's first token, is not trimmed
+    (Hugging Face's rule for a "first" token: the first of the text, or one
+    that starts at character 0).
 
     Args:
         vocabulary: the tokens in id order (the keys of a `vocab.json` sorted
@@ -214,9 +221,12 @@ class BytePairTokenizer(Tokenizer):
                              key=lambda s: (-len(s), s))
             self._special_pattern = "|".join(_re2_literal(s) for s in strings)
             # Whitespace that Hugging Face's AddedToken(lstrip/rstrip=True) takes into the token.
+            # (pattern, replacement, replacement that keeps the whitespace between _DROP marks)
             self._strip_patterns = (
-                [rf"[{_WS}]+({_re2_literal(s)})" for s in self.lstrip_tokens]
-                + [rf"({_re2_literal(s)})[{_WS}]+" for s in self.rstrip_tokens])
+                [(rf"([{_WS}]+)({_re2_literal(s)})", "\\2", _DROP + b"\\1" + _DROP + b"\\2")
+                 for s in self.lstrip_tokens]
+                + [(rf"({_re2_literal(s)})([{_WS}]+)", "\\1", b"\\1" + _DROP + b"\\2" + _DROP)
+                   for s in self.rstrip_tokens])
             self._word_pattern = f"{self._special_pattern}|{_WORD}"
             self._special_ids = tf.lookup.StaticHashTable(
                 tf.lookup.KeyValueTensorInitializer(
@@ -276,22 +286,24 @@ class BytePairTokenizer(Tokenizer):
             ids.flat_values, tf.gather(ids.row_splits, words.row_splits), validate=False)
 
     def _tokenize_with_offsets(self, texts):
-        if self.add_prefix_space or self._strip_patterns:
-            raise NotImplementedError(
-                "BytePairTokenizer computes token offsets only without add_prefix_space, "
-                "lstrip_tokens and rstrip_tokens (which change the text before it is split)")
         if tf.executing_eagerly():
             return self._offsets_graph(texts)
         return self._offsets_texts(texts)
 
     def _offsets_texts(self, texts):
-        # Without those options, the words are the text cut into pieces: their bytes, in order,
-        # are the bytes of the texts of the batch one after the other (the "stream").
-        words = self._split_words(texts, drop_empty=False)
+        # The words' bytes, in order, are the bytes of the edited texts of the batch one after
+        # the other (the "stream"); without lstrip/rstrip tokens and add_prefix_space, the
+        # texts themselves.
+        edits = self.add_prefix_space or self._strip_patterns
+        if edits:
+            words, marked = self._split_words(texts, drop_empty=False, marked=True)
+        else:
+            words = self._split_words(texts, drop_empty=False)
         flat_words = words.flat_values
         ids = self._word_ids(flat_words)
         token_ids = ids.flat_values
         token_row = tf.gather(words.value_rowids(), ids.value_rowids())
+        token_splits = tf.gather(ids.row_splits, words.row_splits)
         # Each token stands for a run of its word's bytes, the tokens of a word for all of them
         # in order (a special token for its word's text), so the runs follow one another through
         # the stream. Bytes missing from the vocabulary are dropped and covered by no token.
@@ -310,6 +322,11 @@ class BytePairTokenizer(Tokenizer):
             kept = tf.where(known)[:, 0]
             byte_starts = tf.gather(kept, byte_starts)
             byte_ends = tf.gather(kept, byte_ends - 1) + 1
+        if edits:
+            # Edited stream -> the texts' bytes; an added space stands at the byte after it.
+            to_text = _edited_to_text_bytes(marked)
+            byte_starts = tf.gather(to_text, byte_starts)
+            byte_ends = tf.gather(to_text, byte_ends - 1) + 1
         # Stream bytes -> characters: a token that starts or ends inside a character (a byte
         # token of an emoji) spans the whole character, as in Hugging Face.
         characters = tf.strings.unicode_decode(texts, "UTF-8")
@@ -326,14 +343,19 @@ class BytePairTokenizer(Tokenizer):
         # Hugging Face's ByteLevel trim_offsets: leading spaces move the start (at most to the
         # end), trailing ones the end (at least to the start); an all-space token is empty.
         leading = tf.gather(self._id_leading_spaces, token_ids)
+        if self.add_prefix_space:
+            # Hugging Face keeps the one leading space of a "first" token: the row's first
+            # token, or one that starts at character 0.
+            first = tf.equal(tf.range(tf.size(token_row, tf.int64)),
+                             tf.gather(token_splits, token_row))
+            leading = tf.where((first | tf.equal(starts, 0)) & tf.equal(leading, 1), 0, leading)
         trailing = tf.gather(self._id_trailing_spaces, token_ids)
         starts = tf.minimum(starts + leading, ends)
         ends = tf.where((trailing > 0) & (ends >= trailing),
                         tf.maximum(ends - trailing, starts), ends)
 
         def shaped(values):
-            return tf.RaggedTensor.from_row_splits(
-                values, tf.gather(ids.row_splits, words.row_splits), validate=False)
+            return tf.RaggedTensor.from_row_splits(values, token_splits, validate=False)
 
         return shaped(token_ids), shaped(starts), shaped(ends)
 
@@ -341,11 +363,17 @@ class BytePairTokenizer(Tokenizer):
         """The words (pre-tokenized pieces) of each text, ragged tf.string `[batch, None]`."""
         return self._split_words(to_text_tensor(texts))
 
-    def _split_words(self, texts, drop_empty=True):
-        for pattern in self._strip_patterns:
-            texts = tf.strings.regex_replace(texts, pattern, "\\1")
+    def _split_words(self, texts, drop_empty=True, marked=False):
+        """The words of each text; with `marked`, also the texts with the edits marked.
+
+        The marked texts keep the whitespace that lstrip/rstrip tokens take between _DROP
+        bytes and put _ADD before each space that add_prefix_space adds.
+        """
+        for pattern, replacement, marked_replacement in self._strip_patterns:
+            texts = tf.strings.regex_replace(
+                texts, pattern, marked_replacement if marked else replacement)
         return _split_words(texts, self._special_pattern, self._special_ids,
-                            self.add_prefix_space, self._word_pattern, drop_empty)
+                            self.add_prefix_space, self._word_pattern, drop_empty, marked)
 
     def _word_ids(self, words):
         """Token ids of each word (1-D tf.string), ragged `[words, None]`: cached or merged."""
@@ -452,11 +480,18 @@ def pre_tokenize(texts):
 
 
 def _split_words(texts, special_pattern="", special_ids=None, add_prefix_space=False,
-                 word_pattern=_WORD, drop_empty=True):
-    """Texts -> their words, ragged tf.string `[batch, None]`; special tokens are words too."""
+                 word_pattern=_WORD, drop_empty=True, marked=False):
+    """Texts -> their words, ragged tf.string `[batch, None]`; special tokens are words too.
+
+    With `marked` (texts whose whitespace taken by lstrip/rstrip tokens is kept between _DROP
+    bytes), also those texts with _ADD before each space that add_prefix_space adds.
+    """
     if special_pattern:
         # Special tokens are cut out first; the text between them is split on its own.
         texts = tf.strings.regex_replace(texts, f"({special_pattern})", _END + b"\\1" + _END)
+    marked_texts = texts
+    if marked:
+        texts = _without_dropped(texts)
     if add_prefix_space:
         # Hugging Face's ByteLevel(add_prefix_space=True) gives each stretch of text between
         # special tokens a leading space unless it starts with one.
@@ -469,15 +504,57 @@ def _split_words(texts, special_pattern="", special_ids=None, add_prefix_space=F
             needs_space &= special_ids.lookup(flat) < 0
         flat = tf.where(needs_space, tf.strings.join([" ", flat]), flat)
         texts = tf.strings.reduce_join(stretches.with_flat_values(flat), axis=-1, separator=_END)
+        if marked:
+            marked_stretches = tf.strings.split(marked_texts, sep=_END)
+            marked_flat = marked_stretches.flat_values
+            marked_flat = tf.where(needs_space, tf.strings.join([_ADD + b" ", marked_flat]),
+                                   marked_flat)
+            marked_texts = tf.strings.reduce_join(
+                marked_stretches.with_flat_values(marked_flat), axis=-1, separator=_END)
     texts = tf.strings.regex_replace(texts, _CUT, b"\\1" + _END + b"\\2")
     texts = tf.strings.regex_replace(texts, word_pattern, b"\\0" + _END)
     pieces = tf.strings.split(texts, sep=_END)
     if not drop_empty:
-        return pieces
-    keep = tf.not_equal(pieces.flat_values, "")
-    return tf.RaggedTensor.from_value_rowids(
-        tf.boolean_mask(pieces.flat_values, keep), tf.boolean_mask(pieces.value_rowids(), keep),
-        nrows=pieces.nrows())
+        words = pieces
+    else:
+        keep = tf.not_equal(pieces.flat_values, "")
+        words = tf.RaggedTensor.from_value_rowids(
+            tf.boolean_mask(pieces.flat_values, keep),
+            tf.boolean_mask(pieces.value_rowids(), keep), nrows=pieces.nrows())
+    if marked:
+        return words, tf.strings.reduce_join(tf.strings.split(marked_texts, sep=_END), axis=-1)
+    return words
+
+
+def _without_dropped(texts):
+    """`texts` without the runs between pairs of _DROP bytes (nor those bytes)."""
+    pieces = tf.strings.split(texts, sep=_DROP)
+    position = tf.range(tf.size(pieces.flat_values, tf.int64)) - tf.gather(
+        pieces.row_starts(), pieces.value_rowids())
+    return tf.strings.reduce_join(pieces.with_flat_values(
+        tf.where(tf.equal(position % 2, 0), pieces.flat_values, "")), axis=-1)
+
+
+def _edited_to_text_bytes(marked_texts):
+    """Where each byte of the edited texts is in the texts (both a batch's, one after the other).
+
+    `marked_texts` as `_split_words` gives them. An added space is put where the next byte of
+    the texts that is not dropped is, as Hugging Face aligns it.
+    """
+    values = tf.strings.unicode_decode(marked_texts, "ISO-8859-1").flat_values
+    drop_mark = tf.equal(values, _DROP[0])
+    add_mark = tf.equal(values, _ADD[0])
+    # An opening mark and the bytes up to the closing one.
+    dropped = tf.equal(tf.math.floormod(tf.cumsum(tf.cast(drop_mark, tf.int32)), 2), 1)
+    added = _shift_right(add_mark, False)
+    mark = drop_mark | add_mark
+    in_texts = ~mark & ~added
+    index = tf.range(tf.size(values, tf.int64))
+    # The next kept byte of the texts, at or after each byte (a last entry for "none").
+    kept = tf.concat([tf.boolean_mask(index, in_texts & ~dropped), [tf.size(index, tf.int64)]], 0)
+    source = tf.where(added, tf.gather(kept, tf.searchsorted(kept, index)), index)
+    position = tf.concat([tf.cumsum(tf.cast(in_texts, tf.int64), exclusive=True), [0]], 0)
+    return tf.boolean_mask(tf.gather(position, source), ~mark & ~dropped)
 
 
 # Characters Rust's `char::is_whitespace` (Unicode White_Space) accepts, and GPT-2's byte

@@ -4,6 +4,7 @@ import pathlib
 
 import pytest
 import tensorflow as tf
+import tokenizers
 import transformers
 
 import kerasbert.data.demo
@@ -149,8 +150,46 @@ def test_vocabulary_missing_bytes(reference):
         [(ab, (0, 2))]]
 
 
-def test_unsupported_options_raise(vocab_dir):
-    tokenizer = BytePairTokenizer.from_files(vocab_dir / "vocab.json", vocab_dir / "merges.txt",
-                                             add_prefix_space=True)
-    with pytest.raises(NotImplementedError, match="add_prefix_space"):
-        tokenizer.tokenize_with_offsets(["x"])
+# Where the text is edited before it is split: whitespace taken by lstrip/rstrip tokens, prefix
+# spaces added to each stretch between special tokens.
+EDITED_TEXTS = ["Hello <mask> there", "Hello   <mask>!", "<mask>x", "a\n<mask>", "x<mask>", "   ",
+                " hello", "  hello", "hello", "<s> x</s>y", "<mask> <mask>", "x\t<mask>\u3000y", ""]
+
+
+@pytest.mark.parametrize("add_prefix_space", [False, True], ids=["no_prefix", "prefix_space"])
+@pytest.mark.parametrize("lstrip,rstrip", [(True, False), (False, True), (True, True)],
+                         ids=["lstrip", "rstrip", "both"])
+def test_stripped_tokens_and_prefix_space_match_hugging_face(
+        vocab_dir, corpus_lines, add_prefix_space, lstrip, rstrip):
+    reference = transformers.RobertaTokenizer.from_pretrained(
+        str(vocab_dir), add_prefix_space=add_prefix_space)
+    reference.add_special_tokens(
+        {"mask_token": tokenizers.AddedToken("<mask>", lstrip=lstrip, rstrip=rstrip)})
+    tokenizer = BytePairTokenizer.from_files(
+        vocab_dir / "vocab.json", vocab_dir / "merges.txt", add_prefix_space=add_prefix_space,
+        lstrip_tokens=["<mask>"] if lstrip else [], rstrip_tokens=["<mask>"] if rstrip else [])
+    texts = EDITED_TEXTS + OFFSET_TEXTS + ADVERSARIAL_TEXTS + corpus_lines[:500]
+    assert _mismatches(tokenizer, reference, texts) == []
+
+
+def test_stripped_token_at_start_with_prefix_space(vocab_dir):
+    """The one known difference: Hugging Face puts the whitespace an lstrip token takes at the
+    very start of the text into that token's span when add_prefix_space is on (and only then);
+    ours is the token's own text, as everywhere else."""
+    reference = transformers.RobertaTokenizer.from_pretrained(str(vocab_dir), add_prefix_space=True)
+    reference.add_special_tokens({"mask_token": tokenizers.AddedToken("<mask>", lstrip=True)})
+    tokenizer = BytePairTokenizer.from_files(
+        vocab_dir / "vocab.json", vocab_dir / "merges.txt", add_prefix_space=True,
+        lstrip_tokens=["<mask>"])
+    text = " <mask>  <mask> y"
+    mask, space_y = tokenizer.mask_token_id, tokenizer.token_to_id("Ġy")
+    assert _reference_offsets(reference, [text]) == [
+        [(mask, (0, 7)), (mask, (9, 15)), (space_y, (16, 17))]]
+    assert _offsets(tokenizer, [text]) == [[(mask, (1, 7)), (mask, (9, 15)), (space_y, (16, 17))]]
+
+
+def test_edited_texts_in_tf_function_and_tf_data(vocab_dir, corpus_lines):
+    tokenizer = BytePairTokenizer.from_files(
+        vocab_dir / "vocab.json", vocab_dir / "merges.txt", add_prefix_space=True,
+        lstrip_tokens=["<mask>"])
+    assert_offsets_same_in_graph(tokenizer, corpus_lines[:20] + EDITED_TEXTS)
