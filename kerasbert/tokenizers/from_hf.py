@@ -5,8 +5,10 @@ import os
 
 from kerasbert.tokenizers.base import VocabularyError, vocabulary_from_ids
 from kerasbert.tokenizers.byte_pair import BytePairTokenizer
-from kerasbert.tokenizers.sentence_piece import (DIGIT_COMMA_PENALTY, is_digit_comma_piece,
+from kerasbert.tokenizers.sentence_piece import (DIGIT_COMMA_PENALTY, SentencePieceTokenizer,
+                                                 is_digit_comma_piece,
                                                  load_sentence_piece_tokenizer, parse_model_proto)
+from kerasbert.tokenizers.unigram_json import model_proto_from_unigram_json
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
 
 _SPECIAL_KEYS = ("unk_token", "cls_token", "sep_token", "pad_token", "mask_token")
@@ -17,8 +19,8 @@ def from_hf(directory):
 
     Reads, in this order of preference: `spiece.model` (SentencePiece, ALBERT),
     `vocab.json` + `merges.txt` (byte-level BPE, RoBERTa), `vocab.txt`
-    (WordPiece, BERT and ELECTRA), or a `tokenizer.json` holding a WordPiece or
-    BPE model; settings (lower-casing, accents, special tokens) come from
+    (WordPiece, BERT and ELECTRA), or a `tokenizer.json` holding a WordPiece,
+    BPE or Unigram (ALBERT, as transformers 5 saves it) model; settings (lower-casing, accents, special tokens) come from
     `tokenizer_config.json` or the `tokenizer.json` normalizer.
 
     Example (with a directory written by `transformers`' `save_pretrained`):
@@ -52,7 +54,7 @@ def from_hf(directory):
             strip_accents=config.get("strip_accents"),
             split_cjk=config.get("tokenize_chinese_chars", True), source=path, **specials)
     if "tokenizer.json" in files:
-        return _from_tokenizer_json(os.path.join(directory, "tokenizer.json"), specials)
+        return _from_tokenizer_json(os.path.join(directory, "tokenizer.json"), config, specials)
     raise FileNotFoundError(
         f"No tokenizer files in {directory!r}: expected spiece.model, vocab.json + merges.txt, "
         f"vocab.txt or tokenizer.json; found {sorted(files)}")
@@ -76,7 +78,7 @@ def read_vocab_txt(path):
         return [line.rstrip("\n") for line in file]
 
 
-def _from_tokenizer_json(path, specials):
+def _from_tokenizer_json(path, config, specials):
     spec = _read_json(os.path.dirname(path), os.path.basename(path))
     model = spec.get("model") or {}
     if model.get("type") == "WordPiece":
@@ -100,8 +102,24 @@ def _from_tokenizer_json(path, specials):
             lstrip_tokens=[t["content"] for t in spec.get("added_tokens", []) if t.get("lstrip")],
             rstrip_tokens=[t["content"] for t in spec.get("added_tokens", []) if t.get("rstrip")],
             source=path, **specials)
-    hint = " (for ALBERT, put the checkpoint's spiece.model beside it)" if model.get("type") == "Unigram" else ""
-    raise VocabularyError(f"{path}: tokenizer model type {model.get('type')!r} is not supported{hint}")
+    if model.get("type") == "Unigram":
+        steps = _normalizer_types(spec.get("normalizer"))
+        return SentencePieceTokenizer(
+            model_proto_from_unigram_json(spec, path),
+            lowercase=config.get("do_lower_case", "Lowercase" in steps),
+            keep_accents=config.get("keep_accents", "StripAccents" not in steps),
+            remove_space=config.get("remove_space", True), source=path, **specials)
+    raise VocabularyError(f"{path}: tokenizer model type {model.get('type')!r} is not supported")
+
+
+def _normalizer_types(normalizer):
+    """The types of a `tokenizer.json` normalizer and of the steps of a `Sequence` one."""
+    if not normalizer:
+        return set()
+    types = {normalizer.get("type")}
+    for part in normalizer.get("normalizers") or []:
+        types |= _normalizer_types(part)
+    return types
 
 
 def _byte_pair_options(config):

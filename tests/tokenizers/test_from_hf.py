@@ -9,8 +9,10 @@ from kerasbert.data import demo
 import transformers
 
 from kerasbert.tokenizers import BytePairTokenizer, SentencePieceTokenizer, WordPieceTokenizer, from_hf
+from kerasbert.tokenizers.base import VocabularyError
+from kerasbert.tokenizers.sentence_piece import load_sentence_piece_tokenizer
+from kerasbert.tokenizers.text_files import iterate_lines
 from tests.tokenizer_cases import ADVERSARIAL_TEXTS
-
 
 
 def test_spiece_model_with_its_settings(tmp_path):
@@ -68,9 +70,48 @@ def test_missing_directory(tmp_path):
         from_hf(tmp_path / "nowhere")
 
 
-def test_unigram_tokenizer_json_without_spiece_model_is_refused_clearly(tmp_path):
-    directory = demo.vocabulary_dir("sentence_piece")
-    transformers.AlbertTokenizer.from_pretrained(directory).save_pretrained(tmp_path)
-    assert not (tmp_path / "spiece.model").exists()
-    with pytest.raises(ValueError, match="'Unigram' is not supported.*spiece.model"):
+@pytest.fixture(scope="module")
+def albert_tokenizer_json_dir(tmp_path_factory):
+    """What transformers 5 writes for an ALBERT tokenizer: tokenizer.json, no spiece.model."""
+    directory = tmp_path_factory.mktemp("albert_tokenizer_json")
+    transformers.AlbertTokenizer.from_pretrained(
+        demo.vocabulary_dir("sentence_piece")).save_pretrained(directory)
+    assert not (directory / "spiece.model").exists()
+    return directory
+
+
+def test_reads_transformers_5_tokenizer_json_for_sentence_piece(albert_tokenizer_json_dir):
+    reference = transformers.AlbertTokenizer.from_pretrained(albert_tokenizer_json_dir)
+    ours = from_hf(albert_tokenizer_json_dir)
+    assert isinstance(ours, SentencePieceTokenizer)
+    assert (ours.lowercase, ours.keep_accents, ours.model_type) == (True, False, "unigram")
+    corpus = list(iterate_lines(demo.pretraining_corpus_files()))
+    texts = corpus + ADVERSARIAL_TEXTS + ["In 1999, 2,000 people came.", "1,2,3, go"]
+    assert ours.tokenize(texts).to_list() == reference(texts, add_special_tokens=False)["input_ids"]
+    pairs = corpus[:64], corpus[64:128]
+    packed = ours(*pairs, max_length=48)
+    expected = reference(*pairs, max_length=48, truncation="longest_first", padding="max_length",
+                         return_token_type_ids=True)
+    assert packed["token_ids"].numpy().tolist() == expected["input_ids"]
+    assert packed["segment_ids"].numpy().tolist() == expected["token_type_ids"]
+
+
+def test_tokenizer_json_equals_the_spiece_model_it_came_from(albert_tokenizer_json_dir):
+    """transformers 5 writes the pieces' scores unchanged: the rebuilt model is the original."""
+    rebuilt = from_hf(albert_tokenizer_json_dir)
+    original = load_sentence_piece_tokenizer(demo.vocabulary_dir("sentence_piece"))
+    assert rebuilt.vocabulary == original.vocabulary
+    assert rebuilt.piece_types == original.piece_types
+    texts = ADVERSARIAL_TEXTS + ["Ｆｕｌｌｗｉｄｔｈ ｔｅｘｔ ①②", "x\u00a0y\u2003z"]
+    assert rebuilt.tokenize(texts).to_list() == original.tokenize(texts).to_list()
+
+
+def test_unigram_tokenizer_json_errors_name_the_field(tmp_path):
+    spec = {"model": {"type": "Unigram", "unk_id": 7, "vocab": [["<unk>", 0.0]]}}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    with pytest.raises(VocabularyError, match=r"tokenizer.json: model.unk_id 7"):
+        from_hf(tmp_path)
+    spec["model"].update(unk_id=0, vocab=[["<unk>", 0.0], ["▁a"]])
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    with pytest.raises(VocabularyError, match=r"model.vocab\[1\]"):
         from_hf(tmp_path)
