@@ -49,6 +49,7 @@ setup(
         "console_scripts": [
             "kerasbert-demo=kerasbert.cli.demo:run",
             "kerasbert-vocab=kerasbert.cli.vocab:run",
+            "kerasbert-create-pretraining-data=kerasbert.cli.create_pretraining_data:run",
         ],
     },
 )

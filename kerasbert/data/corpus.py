@@ -1,0 +1,223 @@
+"""Stream the documents of a text corpus: a `tf.data.Dataset` of each document's sentences.
+
+Two formats:
+
+- `"documents"`: one sentence per line, a blank line between documents (the
+  format of Google's `create_pretraining_data.py` and of the shipped corpus).
+- `"paragraphs"`: one paragraph per line, each a document; sentences are cut
+  by `kerasbert.data.sentence_split.split_sentences`.
+
+Policy for bad input: empty documents (several blank lines in a row) and
+empty files give nothing; a line that is not valid UTF-8, or longer than
+`max_line_bytes`, is skipped and counted (`bad_lines="skip"`) or stops the
+run with an error that names the file and the line (`bad_lines="fail"`).
+Files are plain or gzip (detected from their first bytes).
+"""
+
+import glob
+import os
+
+import tensorflow as tf
+
+from kerasbert.data.sentence_split import split_sentences
+from kerasbert.tokenizers.text_files import is_gzip
+
+FORMATS = ("documents", "paragraphs")
+BAD_LINE_POLICIES = ("skip", "fail")
+# Lines read and grouped into documents at a time.
+_CHUNK_LINES = 1024
+# Put after a file's last line (lines that are not UTF-8 never reach that far).
+_FILE_END = b"\xff"
+
+
+class CorpusStats:
+    """Counts kept while a corpus is read: documents, sentences, skipped lines.
+
+    The counters are `tf.Variable`s that the `tf.data` pipeline adds to, so
+    they are correct once the dataset has been iterated (in any order).
+
+    >>> stats = CorpusStats()
+    >>> stats.as_dict()
+    {'documents': 0, 'sentences': 0, 'skipped_lines': 0}
+    """
+
+    names = ("documents", "sentences", "skipped_lines")
+
+    def __init__(self):
+        self._counters = {name: tf.Variable(0, dtype=tf.int64, trainable=False, name=name)
+                          for name in self.names}
+
+    def add(self, name, amount):
+        """An op that adds `amount` to counter `name`."""
+        return self._counters[name].assign_add(tf.cast(amount, tf.int64))
+
+    def as_dict(self):
+        return {name: int(counter.numpy()) for name, counter in self._counters.items()}
+
+
+def corpus_files(file_patterns):
+    """The sorted files that `file_patterns` (a glob, a path or a list of them) match.
+
+    Empty files are left out. A pattern that matches nothing raises
+    `FileNotFoundError` naming it.
+
+    >>> import kerasbert.data.demo
+    >>> len(corpus_files(kerasbert.data.demo.pretraining_corpus_files()))
+    4
+    """
+    if isinstance(file_patterns, (str, os.PathLike)):
+        file_patterns = [file_patterns]
+    if not file_patterns:
+        raise ValueError("No corpus files given")
+    files = set()
+    for pattern in file_patterns:
+        pattern = os.fspath(pattern)
+        matched = glob.glob(pattern)
+        if not matched:
+            raise FileNotFoundError(f"No corpus file matches {pattern!r}")
+        directories = [path for path in matched if os.path.isdir(path)]
+        if directories:
+            raise IsADirectoryError(f"Corpus pattern {pattern!r} matches directory "
+                                    f"{directories[0]!r}; give the files (e.g. {directories[0]}/*)")
+        files.update(matched)
+    return sorted(path for path in files if os.path.getsize(path) > 0)
+
+
+def document_dataset(file_patterns, **kwargs):
+    """The documents of the corpus, in file order: tf.string `[sentences]` each.
+
+    Takes the arguments of `document_windows` but `window_size`.
+
+    >>> import kerasbert.data.demo
+    >>> documents = document_dataset(kerasbert.data.demo.pretraining_corpus_files())
+    >>> first = next(iter(documents))
+    >>> first.dtype, first.shape.rank
+    (tf.string, 1)
+    """
+    return document_windows(file_patterns, **kwargs).unbatch()
+
+
+def document_windows(file_patterns, window_size=64, format="documents", bad_lines="skip",
+                     max_line_bytes=1 << 20, stats=None, input_context=None,
+                     num_parallel_files=4):
+    """The documents of the corpus in groups ("windows") of about `window_size`.
+
+    Each element is a ragged tf.string `[documents, sentences]` holding at
+    least `window_size` documents (fewer at the end of a file) and at most
+    those that end in the same 1,024 lines. Documents stay in file order.
+
+    Args:
+        file_patterns: a glob, a path, or a list of them (plain or gzip text).
+        window_size: documents per window (at least).
+        format: `"documents"` or `"paragraphs"` (see the module docstring).
+        bad_lines: `"skip"` (and count) or `"fail"` for lines that are not
+            UTF-8 or are longer than `max_line_bytes`.
+        stats: a `CorpusStats` to count documents, sentences and skipped lines in.
+        input_context: a `tf.distribute.InputContext`: with at least as many
+            files as input pipelines, each pipeline reads its own files.
+        num_parallel_files: files read at once (their windows alternate).
+
+    >>> import kerasbert.data.demo
+    >>> windows = document_windows(kerasbert.data.demo.pretraining_corpus_files(), 16)
+    >>> first = next(iter(windows))
+    >>> first.shape[0] >= 16, first.dtype
+    (True, tf.string)
+    """
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+    if bad_lines not in BAD_LINE_POLICIES:
+        raise ValueError(f"bad_lines must be one of {BAD_LINE_POLICIES}, got {bad_lines!r}")
+    if max_line_bytes < 1:
+        raise ValueError(f"max_line_bytes must be positive, got {max_line_bytes}")
+    if window_size < 1:
+        raise ValueError(f"window_size must be positive, got {window_size}")
+    files = corpus_files(file_patterns)
+    if not files:
+        raise ValueError(f"The corpus files {file_patterns} are all empty")
+    if input_context is not None and len(files) >= input_context.num_input_pipelines:
+        files = files[input_context.input_pipeline_id::input_context.num_input_pipelines]
+    stats = stats or CorpusStats()
+    gzip_files = tf.constant([is_gzip(path) for path in files], tf.bool, shape=[len(files)])
+
+    def read(path, gzipped):
+        lines = tf.data.TextLineDataset(path, compression_type=tf.where(gzipped, "GZIP", ""))
+        if format == "paragraphs":
+            chunks = lines.enumerate(start=1).batch(window_size)
+            chunks = chunks.map(lambda numbers, text: _checked_lines(
+                path, numbers, text, bad_lines, max_line_bytes, stats))
+            return chunks.map(lambda text: _paragraph_documents(text, stats)).filter(
+                lambda documents: documents.nrows() > 0)
+        chunks = lines.enumerate(start=1).batch(_CHUNK_LINES)
+        chunks = chunks.map(lambda numbers, text: _checked_lines(
+            path, numbers, text, bad_lines, max_line_bytes, stats))
+        # The end of the file ends its last document and window.
+        chunks = chunks.concatenate(tf.data.Dataset.from_tensors(tf.constant([_FILE_END])))
+        grouped = chunks.scan(tf.constant([], tf.string),
+                              lambda carried, text: _group_documents(carried, text, window_size))
+        windows = grouped.map(lambda values, lengths: _kept_documents(values, lengths, stats))
+        return windows.filter(lambda documents: documents.nrows() > 0)
+
+    sources = tf.data.Dataset.from_tensor_slices(
+        (tf.constant(files, tf.string, shape=[len(files)]), gzip_files))
+    return sources.interleave(read, cycle_length=max(1, min(num_parallel_files, len(files))),
+                              block_length=1, num_parallel_calls=tf.data.AUTOTUNE,
+                              deterministic=True)
+
+
+def _checked_lines(path, numbers, lines, bad_lines, max_line_bytes, stats):
+    """`lines` without (or, with `bad_lines="fail"`, an error for) invalid or over-long ones."""
+    valid = tf.equal(tf.strings.unicode_transcode(
+        lines, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD), lines)
+    short = tf.strings.length(lines) <= max_line_bytes
+    good = valid & short
+    if bad_lines == "fail":
+        first_bad = tf.argmin(tf.cast(good, tf.int32))
+        check = tf.debugging.Assert(tf.reduce_all(good), [
+            "Corpus file", path, "line", tf.gather(numbers, first_bad),
+            "is not valid UTF-8 or is longer than", max_line_bytes, "bytes"], summarize=1)
+        with tf.control_dependencies([check]):
+            return tf.identity(lines)
+    counted = stats.add("skipped_lines", tf.reduce_sum(1 - tf.cast(good, tf.int32)))
+    with tf.control_dependencies([counted]):
+        return tf.boolean_mask(lines, good)
+
+
+def _group_documents(carried, lines, window_size):
+    """scan step: (lines not yet given out, next lines) -> (lines kept, finished documents).
+
+    Finished documents (all their sentences, sentences per document) are given out once
+    there are `window_size` of them, or at the end of the file; until then they are kept.
+    """
+    lines = tf.concat([carried, lines], axis=0)
+    file_end = tf.reduce_any(tf.equal(lines, _FILE_END))
+    blank = tf.equal(tf.strings.length(tf.strings.strip(lines)), 0) | tf.equal(lines, _FILE_END)
+    document = tf.cumsum(tf.cast(blank, tf.int32))
+    finished = tf.reduce_sum(tf.cast(blank, tf.int32))
+    # Empty documents (blank lines in a row) do not count towards the window.
+    nonempty = tf.size(tf.unique(tf.boolean_mask(document, ~blank & (document < finished)))[0])
+    finished = tf.where(file_end | (nonempty >= window_size), finished, 0)
+    done = ~blank & (document < finished)
+    rest = (document >= finished) & ~tf.equal(lines, _FILE_END)
+    lengths = tf.math.bincount(tf.boolean_mask(document, done), minlength=finished,
+                               maxlength=finished)
+    return tf.boolean_mask(lines, rest), (tf.boolean_mask(lines, done), lengths)
+
+
+def _kept_documents(sentences, lengths, stats):
+    """Ragged `[documents, sentences]` of the non-empty documents, counted in `stats`."""
+    documents = tf.RaggedTensor.from_row_lengths(sentences, tf.cast(lengths, tf.int64))
+    documents = tf.gather(documents, tf.where(lengths > 0)[:, 0])
+    return _counted(documents, stats)
+
+
+def _paragraph_documents(lines, stats):
+    """Each non-blank line a document, cut into sentences."""
+    lines = tf.boolean_mask(lines, tf.strings.length(tf.strings.strip(lines)) > 0)
+    return _counted(split_sentences(lines), stats)
+
+
+def _counted(documents, stats):
+    """`documents` (ragged `[documents, sentences]`), once counted in `stats`."""
+    with tf.control_dependencies([stats.add("documents", documents.nrows()),
+                                  stats.add("sentences", tf.size(documents.flat_values))]):
+        return documents.with_flat_values(tf.identity(documents.flat_values))

@@ -1,0 +1,131 @@
+"""Streaming `tf.data` pipelines from a text corpus to pretraining batches.
+
+text files -> documents (`corpus.document_dataset`) -> windows of documents,
+tokenized in the graph -> instances (`instances.build_instances`) -> shuffle
+-> batches -> masked LM (`masking.MaskedLmMasker`, re-drawn each epoch).
+
+Memory is bounded by the window, the shuffle buffer and prefetching, never by
+the corpus. Every random choice is a stateless op seeded from `seed`, the
+epoch, and the position of the window or batch in the stream, so the same
+files and seed give the same batches, also with parallel calls.
+"""
+
+import tensorflow as tf
+
+from kerasbert.data.corpus import CorpusStats, corpus_files, document_windows
+from kerasbert.data.instances import OBJECTIVES, build_instances
+from kerasbert.data.masking import MaskedLmMasker
+
+
+def instance_batches(file_patterns, tokenizer, objective="nsp", max_seq_length=128, *,
+                     short_seq_prob=0.1, seed=0, epoch=0, window_size=64, format="documents",
+                     bad_lines="skip", stats=None, input_context=None, shard=None):
+    """Unmasked instances, one dense batch per window of documents (`corpus.document_windows`).
+
+    Each element is a dict of `token_ids`, `segment_ids`, `padding_mask`
+    (int32 `[instances, max_seq_length]`) and `next_sentence_labels` (int32
+    `[instances]`). `epoch` (an int or a scalar tensor) changes every random
+    choice, as `dupe_factor` copies do. `input_context` (a
+    `tf.distribute.InputContext`) gives each input pipeline its own files, or,
+    with fewer files than pipelines, its own windows; `shard=(index, count)`
+    does the same by window for the shards of a TFRecord writer.
+
+    >>> import kerasbert.data.demo, kerasbert.zoo
+    >>> tokenizer = kerasbert.zoo.build_tokenizer(
+    ...     "bert_tiny_uncased", kerasbert.data.demo.vocabulary_dir("wordpiece"))
+    >>> batches = instance_batches(kerasbert.data.demo.pretraining_corpus_files(), tokenizer)
+    >>> first = next(iter(batches))
+    >>> first["token_ids"].shape[1], sorted(first)
+    (128, ['next_sentence_labels', 'padding_mask', 'segment_ids', 'token_ids'])
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    if window_size < 2:
+        raise ValueError(f"window_size must be at least 2 (NSP takes its random sentences "
+                         f"from other documents of the window), got {window_size}")
+    files = corpus_files(file_patterns)
+    pipelines, pipeline = 1, 0
+    if input_context is not None:
+        pipelines, pipeline = input_context.num_input_pipelines, input_context.input_pipeline_id
+    by_file = pipelines > 1 and len(files) >= pipelines
+    windows = document_windows(files, window_size, format=format, bad_lines=bad_lines,
+                               stats=stats, input_context=input_context if by_file else None)
+    windows = windows.enumerate()
+    keep = []
+    if pipelines > 1 and not by_file:
+        keep.append((pipeline, pipelines))
+    if shard is not None:
+        keep.append(tuple(shard))
+    for index, count in keep:
+        windows = windows.filter(lambda number, _, i=index, n=count: number % n == i)
+    base = _seed_tensor(seed, epoch)
+
+    def build(number, sentences):
+        tokens = tokenizer.tokenize(sentences.flat_values)
+        documents = sentences.with_flat_values(tokens)
+        return build_instances(documents, objective, tokenizer.layout, max_seq_length,
+                               tf.random.experimental.stateless_fold_in(base, number),
+                               short_seq_prob=short_seq_prob)
+
+    return windows.map(build, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def pretraining_dataset(file_patterns, tokenizer, objective="nsp", batch_size=32,
+                        max_seq_length=128, *, masked_lm_prob=0.15, max_predictions_per_seq=20,
+                        whole_word_masking=False, max_ngram=1, short_seq_prob=0.1, seed=0,
+                        epochs=1, shuffle_buffer=10_000, window_size=64, drop_remainder=True,
+                        format="documents", bad_lines="skip", input_context=None, stats=None):
+    """Masked pretraining batches from text files, ready for `model.fit`.
+
+    Each batch is a dict of `token_ids` (masked), `segment_ids`,
+    `padding_mask`, `next_sentence_labels` (`[batch]`; 1 = random next / swapped,
+    0 for objectives without a pair label), `masked_lm_positions`,
+    `masked_lm_ids` and `masked_lm_weights` (`[batch, max_predictions_per_seq]`).
+    Instances are rebuilt and re-masked every epoch (`epochs=None` repeats
+    forever). With an `input_context`, `batch_size` is the global batch size
+    and each pipeline yields its share.
+
+    >>> import kerasbert.data.demo, kerasbert.zoo
+    >>> tokenizer = kerasbert.zoo.build_tokenizer(
+    ...     "bert_tiny_uncased", kerasbert.data.demo.vocabulary_dir("wordpiece"))
+    >>> dataset = pretraining_dataset(kerasbert.data.demo.pretraining_corpus_files(),
+    ...                               tokenizer, batch_size=8, shuffle_buffer=100)
+    >>> batch = next(iter(dataset))
+    >>> batch["token_ids"].shape.as_list(), batch["masked_lm_ids"].shape.as_list()
+    ([8, 128], [8, 20])
+    """
+    masker = MaskedLmMasker.for_tokenizer(
+        tokenizer, masked_lm_prob=masked_lm_prob, max_predictions_per_seq=max_predictions_per_seq,
+        whole_word=whole_word_masking, max_ngram=max_ngram)
+    if input_context is not None:
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
+    stats = stats or CorpusStats()
+    epoch_numbers = tf.data.Dataset.range(epochs) if epochs is not None else (
+        tf.data.Dataset.range(2**62))
+
+    def one_epoch(epoch):
+        instances = instance_batches(
+            file_patterns, tokenizer, objective, max_seq_length, short_seq_prob=short_seq_prob,
+            seed=seed, epoch=epoch, window_size=window_size, format=format,
+            bad_lines=bad_lines, stats=stats, input_context=input_context).unbatch()
+        if shuffle_buffer:
+            instances = instances.shuffle(shuffle_buffer, seed=_python_seed(seed, "shuffle"))
+        batches = instances.batch(batch_size, drop_remainder=drop_remainder).enumerate()
+        mask_seed = tf.random.experimental.stateless_fold_in(_seed_tensor(seed, epoch), -1)
+        return batches.map(lambda number, batch: masker(
+            batch, tf.random.experimental.stateless_fold_in(mask_seed, number)),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+    return epoch_numbers.flat_map(one_epoch).prefetch(tf.data.AUTOTUNE)
+
+
+def _seed_tensor(seed, epoch):
+    """A stateless-RNG seed `[2]` from an int seed and an epoch (int or tensor)."""
+    return tf.random.experimental.stateless_fold_in(
+        tf.constant([int(seed) & 0x7FFFFFFF, int(seed) >> 31], tf.int64),
+        tf.cast(epoch, tf.int64))
+
+
+def _python_seed(seed, purpose):
+    """A fixed int seed for stateful `tf.data` ops (shuffle) from the pipeline's seed."""
+    return (int(seed) * 1_000_003 + sum(map(ord, purpose))) % (2**31 - 1)
