@@ -1,0 +1,133 @@
+"""`kerasbert-create-pretraining-data`: Google-format records, byte-identical reruns, resume."""
+
+import gzip
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import kerasbert.data.demo
+from kerasbert.data.tfrecords import read_pretraining_records
+
+VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Four shards of real text, about a tenth of the shipped corpus each."""
+    directory = tmp_path_factory.mktemp("corpus")
+    lines = []
+    for path in kerasbert.data.demo.pretraining_corpus_files():
+        with gzip.open(path, "rt", encoding="utf-8") as file:
+            lines.extend(file.read().split("\n")[:1200])
+    text = "\n".join(lines)
+    documents = [d for d in text.split("\n\n") if d.strip()]
+    for index in range(4):
+        (directory / f"part-{index}.txt").write_text("\n\n".join(documents[index::4]) + "\n")
+    return str(directory / "part-*.txt")
+
+
+def _command(corpus, output, *extra):
+    return [sys.executable, "-m", "kerasbert.cli.create_pretraining_data",
+            f"--input_file={corpus}", f"--output_file={output}", f"--vocab_file={VOCAB}",
+            "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=2",
+            "--random_seed=7", *extra]
+
+
+def _run(corpus, output, *extra):
+    result = subprocess.run(_command(corpus, output, *extra), capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def _digests(directory):
+    return {name: hashlib.sha256((directory / name).read_bytes()).hexdigest()
+            for name in sorted(os.listdir(directory))}
+
+
+@pytest.fixture(scope="module")
+def first_run(corpus, tmp_path_factory):
+    directory = tmp_path_factory.mktemp("first")
+    stdout = _run(corpus, directory / "train.tfrecord", "--num_shards=3")
+    return directory, stdout
+
+
+def test_shards_hold_masked_nsp_instances(first_run):
+    directory, stdout = first_run
+    assert sorted(os.listdir(directory)) == [
+        f"train-0000{i}-of-00003.tfrecord" for i in range(3)]
+    instances = list(read_pretraining_records(str(directory / "*.tfrecord"), 64, 10)
+                     .batch(100_000).take(1))[0]
+    instances = {name: value.numpy() for name, value in instances.items()}
+    count = len(instances["token_ids"])
+    assert count > 500
+    assert 0.4 < instances["next_sentence_labels"].mean() < 0.65
+    weights = instances["masked_lm_weights"]
+    real = instances["padding_mask"].sum()
+    assert abs(weights.sum() / real - 0.15) < 0.02
+    positions = instances["masked_lm_positions"]
+    picked = np.take_along_axis(instances["token_ids"], positions, axis=1)[weights > 0]
+    assert 0.75 < (picked == 4).mean() < 0.85          # [MASK] is id 4 in the shipped vocab
+    assert f"instances: {count:,}" in stdout
+    for words in ("documents:", "tokens:", "masked:", "random next", "seconds:"):
+        assert words in stdout
+
+
+def test_same_flags_give_byte_identical_files(corpus, first_run, tmp_path):
+    _run(corpus, tmp_path / "train.tfrecord", "--num_shards=3")
+    assert _digests(tmp_path) == _digests(first_run[0])
+
+
+def test_gzip_and_other_objectives(corpus, tmp_path):
+    stdout = _run(corpus, tmp_path / "sop.tfrecord.gz", "--objective=sop", "--compression=gzip",
+                  "--ngram=3")
+    assert "swapped" in stdout
+    with open(tmp_path / "sop.tfrecord.gz", "rb") as file:
+        assert file.read(2) == b"\x1f\x8b"
+    instances = list(read_pretraining_records(str(tmp_path / "sop.tfrecord.gz"), 64, 10,
+                                              compression="auto").batch(100_000))[0]
+    assert 0.4 < instances["next_sentence_labels"].numpy().mean() < 0.6
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_to_the_same_files(corpus, first_run, tmp_path):
+    """SIGKILL after the first shard is complete; a rerun keeps it and writes the rest."""
+    output = tmp_path / "train.tfrecord"
+    process = subprocess.Popen(_command(corpus, output, "--num_shards=3"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first_shard = tmp_path / "train-00000-of-00003.tfrecord"
+    deadline = time.time() + 300
+    while not first_shard.exists() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert first_shard.exists()
+    finished = [name for name in os.listdir(tmp_path) if not name.startswith(".tmp")]
+    assert len(finished) < 3, "the run ended before it could be killed"
+    kept = first_shard.stat().st_mtime_ns
+    stdout = _run(corpus, output, "--num_shards=3")
+    assert "train-00000-of-00003.tfrecord is complete; skipped" in stdout
+    assert first_shard.stat().st_mtime_ns == kept
+    leftovers = {name for name in os.listdir(tmp_path) if name.startswith(".tmp")}
+    assert {name: digest for name, digest in _digests(tmp_path).items()
+            if name not in leftovers} == _digests(first_run[0])
+
+
+def test_bad_flags_are_reported(corpus, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "kerasbert.cli.create_pretraining_data",
+         f"--input_file={tmp_path}/missing-*.txt", f"--output_file={tmp_path}/x.tfrecord",
+         f"--vocab_file={VOCAB}"], capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0 and "missing-*.txt" in result.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "kerasbert.cli.create_pretraining_data",
+         f"--input_file={corpus}", f"--output_file={tmp_path}/x.tfrecord"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0 and "--vocab_file" in result.stderr
+    assert not os.path.exists(tmp_path / "x.tfrecord")
