@@ -44,6 +44,8 @@ import transformers  # noqa: E402
 
 import kerasbert  # noqa: E402
 
+from reporting import check_line, format_table  # noqa: E402
+
 PRESET = "bert_base_uncased"
 VOCAB, LAYERS, HEADS, HIDDEN, INTERMEDIATE, MAX_LENGTH = 30522, 12, 12, 768, 3072, 512
 WARMUP = 2
@@ -148,19 +150,6 @@ def measure(shapes, repeats):
         keras.backend.clear_session()
         gc.collect()
     return results, notes
-
-
-def format_table(header, rows, markdown):
-    if markdown:
-        lines = [header, ["---"] * len(header), *rows]
-        return "\n".join("| " + " | ".join(line) + " |" for line in lines)
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return "\n".join("  ".join(cell.rjust(width) for cell, width in zip(row, widths))
-                     for row in [header, *rows])
-
-
-def check_line(label, passed, detail):
-    return f"{'PASS' if passed else 'MISS'}  {label} ({detail})"
 
 
 def main():
