@@ -2,8 +2,6 @@
 
 import os
 
-from keras_hub.tokenizers import compute_word_piece_vocabulary
-
 from kerasbert.atomic_files import write_atomically
 from kerasbert.tokenizers.text_files import line_dataset, report_progress
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
@@ -43,6 +41,9 @@ def train_wordpiece(files, vocab_size, lowercase=True, reserved_tokens=WORDPIECE
     if progress is not None:
         lines = lines.map(lambda batch: report_progress(batch, progress))
     words = lines.map(lambda batch: splitter.split_words(splitter.normalize(batch)))
+    # keras-hub is imported here only: it adds over a second to `import kerasbert`.
+    from keras_hub.tokenizers import compute_word_piece_vocabulary
+
     vocabulary = compute_word_piece_vocabulary(
         words, vocab_size, lowercase=False, strip_accents=False, split=False,
         reserved_tokens=list(reserved_tokens))
