@@ -93,35 +93,38 @@ def main(argv):
 
 
 def _shard_batches(files, tokenizer, masker, index, count, stats):
-    """The masked instance batches of shard `index`: its own files if there are enough,
-    otherwise every `count`-th window, for each of the `dupe_factor` copies."""
+    """The serialized masked instances of shard `index` (and their totals), a batch per window:
+    its own files if there are enough, otherwise every `count`-th window, for each of the
+    `dupe_factor` copies."""
     shard_files, shard = files, (index, count)
     if len(files) >= count:
         shard_files, shard = files[index::count], None
-    base = tf.constant([FLAGS.random_seed, index], tf.int64)
+    batches = instance_batches(
+        shard_files, tokenizer, FLAGS.objective, FLAGS.max_seq_length,
+        short_seq_prob=FLAGS.short_seq_prob, seed=FLAGS.random_seed * 1009 + index,
+        copies=FLAGS.dupe_factor, window_size=FLAGS.window_size, format=FLAGS.input_format,
+        bad_lines=FLAGS.bad_lines, stats=stats, shard=shard)
+    mask_seed = tf.constant([FLAGS.random_seed, index], tf.int64)
+    return batches.enumerate().map(
+        tf.autograph.experimental.do_not_convert(lambda number, batch: _records_and_totals(masker(
+            batch, tf.random.experimental.stateless_fold_in(mask_seed, number)))),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
 
-    def copy_batches(copy):
-        batches = instance_batches(
-            shard_files, tokenizer, FLAGS.objective, FLAGS.max_seq_length,
-            short_seq_prob=FLAGS.short_seq_prob, seed=FLAGS.random_seed * 1009 + index,
-            epoch=copy, window_size=FLAGS.window_size, format=FLAGS.input_format,
-            bad_lines=FLAGS.bad_lines, stats=stats, shard=shard)
-        mask_seed = tf.random.experimental.stateless_fold_in(base, copy)
-        return batches.enumerate().map(
-            lambda number, batch: masker(
-                batch, tf.random.experimental.stateless_fold_in(mask_seed, number)),
-            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
-    return tf.data.Dataset.range(FLAGS.dupe_factor).flat_map(copy_batches).prefetch(
-        tf.data.AUTOTUNE)
+def _records_and_totals(batch):
+    """A masked batch -> its serialized records and the totals the summary reports (in-graph)."""
+    return {"records": serialize_instances(batch),
+            "tokens": tf.reduce_sum(batch["padding_mask"]),
+            "masked": tf.reduce_sum(tf.cast(batch["masked_lm_weights"] > 0, tf.int32)),
+            "label_ones": tf.reduce_sum(batch["next_sentence_labels"])}
 
 
 def _records(batches, summary, bar):
     for batch in batches:
-        batch = {name: value.numpy() for name, value in batch.items()}
-        summary.add(batch)
-        bar.add(len(batch["token_ids"]))
-        yield from serialize_instances(batch)
+        records = batch["records"].numpy()
+        summary.add(len(records), **{name: int(batch[name]) for name in summary.totals})
+        bar.add(len(records))
+        yield records
 
 
 class Summary:
@@ -131,11 +134,13 @@ class Summary:
         self.instances = self.tokens = self.masked = self.label_ones = 0
         self.window_sharded = False
 
-    def add(self, batch):
-        self.instances += len(batch["token_ids"])
-        self.tokens += int(batch["padding_mask"].sum())
-        self.masked += int(batch["masked_lm_weights"].sum())
-        self.label_ones += int(batch["next_sentence_labels"].sum())
+    totals = ("tokens", "masked", "label_ones")
+
+    def add(self, instances, tokens, masked, label_ones):
+        self.instances += instances
+        self.tokens += tokens
+        self.masked += masked
+        self.label_ones += label_ones
 
     def print(self, stats, seconds):
         counts = stats.as_dict()

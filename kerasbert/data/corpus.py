@@ -139,6 +139,8 @@ def document_windows(file_patterns, window_size=64, format="documents", bad_line
     stats = stats or CorpusStats()
     gzip_files = tf.constant([is_gzip(path) for path in files], tf.bool, shape=[len(files)])
 
+    # Plain TensorFlow code: converting it with AutoGraph would only cost start-up time.
+    @tf.autograph.experimental.do_not_convert
     def read(path, gzipped):
         lines = tf.data.TextLineDataset(path, compression_type=tf.where(gzipped, "GZIP", ""))
         if format == "paragraphs":

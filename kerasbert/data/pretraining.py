@@ -18,14 +18,14 @@ from kerasbert.data.masking import MaskedLmMasker
 
 
 def instance_batches(file_patterns, tokenizer, objective="nsp", max_seq_length=128, *,
-                     short_seq_prob=0.1, seed=0, epoch=0, window_size=64, format="documents",
+                     short_seq_prob=0.1, seed=0, copies=1, window_size=64, format="documents",
                      bad_lines="skip", stats=None, input_context=None, shard=None):
     """Unmasked instances, one dense batch per window of documents (`corpus.document_windows`).
 
     Each element is a dict of `token_ids`, `segment_ids`, `padding_mask`
     (int32 `[instances, max_seq_length]`) and `next_sentence_labels` (int32
-    `[instances]`). `epoch` (an int or a scalar tensor) changes every random
-    choice, as `dupe_factor` copies do. `input_context` (a
+    `[instances]`). `copies` passes over the corpus (`None`: forever) each make
+    their own instances, as `dupe_factor` copies and epochs do. `input_context` (a
     `tf.distribute.InputContext`) gives each input pipeline its own files, or,
     with fewer files than pipelines, its own windows; `shard=(index, count)`
     does the same by window for the shards of a TFRecord writer.
@@ -58,14 +58,21 @@ def instance_batches(file_patterns, tokenizer, objective="nsp", max_seq_length=1
         keep.append(tuple(shard))
     for index, count in keep:
         windows = windows.filter(lambda number, _, i=index, n=count: number % n == i)
-    base = _seed_tensor(seed, epoch)
+    # Each copy numbers its windows; (copy, window) seeds every random choice. The pipeline is
+    # built once and read once per copy (no per-copy tracing).
+    numbered = windows
+    windows = tf.data.Dataset.range(2**62 if copies is None else copies).flat_map(_plain(
+        lambda copy: numbered.map(_plain(lambda number, sentences: (copy, number, sentences)))))
+    base = _seed_tensor(seed)
 
-    def build(number, sentences):
+    @_plain
+    def build(copy, number, sentences):
         tokens = tokenizer.tokenize(sentences.flat_values)
         documents = sentences.with_flat_values(tokens)
+        window_seed = tf.random.experimental.stateless_fold_in(
+            tf.random.experimental.stateless_fold_in(base, copy), number)
         return build_instances(documents, objective, tokenizer.layout, max_seq_length,
-                               tf.random.experimental.stateless_fold_in(base, number),
-                               short_seq_prob=short_seq_prob)
+                               window_seed, short_seq_prob=short_seq_prob)
 
     return windows.map(build, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
@@ -82,7 +89,8 @@ def pretraining_dataset(file_patterns, tokenizer, objective="nsp", batch_size=32
     0 for objectives without a pair label), `masked_lm_positions`,
     `masked_lm_ids` and `masked_lm_weights` (`[batch, max_predictions_per_seq]`).
     Instances are rebuilt and re-masked every epoch (`epochs=None` repeats
-    forever). With an `input_context`, `batch_size` is the global batch size
+    forever); the shuffle buffer spans epoch boundaries. With an
+    `input_context`, `batch_size` is the global batch size
     and each pipeline yields its share.
 
     >>> import kerasbert.data.demo, kerasbert.zoo
@@ -99,31 +107,30 @@ def pretraining_dataset(file_patterns, tokenizer, objective="nsp", batch_size=32
         whole_word=whole_word_masking, max_ngram=max_ngram)
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
-    stats = stats or CorpusStats()
-    epoch_numbers = tf.data.Dataset.range(epochs) if epochs is not None else (
-        tf.data.Dataset.range(2**62))
-
-    def one_epoch(epoch):
-        instances = instance_batches(
-            file_patterns, tokenizer, objective, max_seq_length, short_seq_prob=short_seq_prob,
-            seed=seed, epoch=epoch, window_size=window_size, format=format,
-            bad_lines=bad_lines, stats=stats, input_context=input_context).unbatch()
-        if shuffle_buffer:
-            instances = instances.shuffle(shuffle_buffer, seed=_python_seed(seed, "shuffle"))
-        batches = instances.batch(batch_size, drop_remainder=drop_remainder).enumerate()
-        mask_seed = tf.random.experimental.stateless_fold_in(_seed_tensor(seed, epoch), -1)
-        return batches.map(lambda number, batch: masker(
-            batch, tf.random.experimental.stateless_fold_in(mask_seed, number)),
-            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-
-    return epoch_numbers.flat_map(one_epoch).prefetch(tf.data.AUTOTUNE)
+    instances = instance_batches(
+        file_patterns, tokenizer, objective, max_seq_length, short_seq_prob=short_seq_prob,
+        seed=seed, copies=epochs, window_size=window_size, format=format, bad_lines=bad_lines,
+        stats=stats, input_context=input_context).unbatch()
+    if shuffle_buffer:
+        instances = instances.shuffle(shuffle_buffer, seed=_python_seed(seed, "shuffle"))
+    batches = instances.batch(batch_size, drop_remainder=drop_remainder).enumerate()
+    # Batch numbers run on through the epochs, so every epoch is masked anew.
+    mask_seed = tf.random.experimental.stateless_fold_in(_seed_tensor(seed), -1)
+    return batches.map(_plain(lambda number, batch: masker(
+        batch, tf.random.experimental.stateless_fold_in(mask_seed, number))),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
 
 
-def _seed_tensor(seed, epoch):
-    """A stateless-RNG seed `[2]` from an int seed and an epoch (int or tensor)."""
-    return tf.random.experimental.stateless_fold_in(
-        tf.constant([int(seed) & 0x7FFFFFFF, int(seed) >> 31], tf.int64),
-        tf.cast(epoch, tf.int64))
+def _plain(function):
+    """`function` traced as it is: the pipeline's code is plain TensorFlow (explicit
+    `tf.while_loop`s, no Python control flow on tensors), and converting it with AutoGraph
+    would only add seconds of start-up."""
+    return tf.autograph.experimental.do_not_convert(function)
+
+
+def _seed_tensor(seed):
+    """A stateless-RNG seed `[2]` from an int seed."""
+    return tf.constant([int(seed) & 0x7FFFFFFF, int(seed) >> 31], tf.int64)
 
 
 def _python_seed(seed, purpose):
