@@ -4,9 +4,11 @@ import os
 
 from kerasbert.convert.checkpoint_files import read_state_dict
 from kerasbert.convert.hf_config import BASE_MODEL_PREFIX, encoder_config_from_hf, read_hf_config
-from kerasbert.convert.hf_names import IGNORED_BUFFERS, encoder_name_map, normalize_hf_name
-from kerasbert.convert.weights import assign_weights
+from kerasbert.convert.hf_names import (IGNORED_BUFFERS, MLM_BIAS, TIED_DECODER, encoder_name_map,
+                                        head_name_map, normalize_hf_name)
+from kerasbert.convert.weights import WeightMismatchError, assign_weights
 from kerasbert.models.encoder import build_encoder
+from kerasbert.models.pretraining import PretrainingModel
 
 # The bare-encoder architecture of each family.
 ENCODER_ARCHITECTURES = {
@@ -14,6 +16,18 @@ ENCODER_ARCHITECTURES = {
     "roberta": "RobertaModel",
     "albert": "AlbertModel",
     "electra": "ElectraModel",
+}
+
+
+# Architectures with pretraining heads -> the heads of the `PretrainingModel` they give.
+PRETRAINING_ARCHITECTURES = {
+    "BertForPreTraining": ("mlm", "nsp"),
+    "BertForMaskedLM": ("mlm",),
+    "RobertaForMaskedLM": ("mlm",),
+    "AlbertForPreTraining": ("mlm", "sop"),
+    "AlbertForMaskedLM": ("mlm",),
+    "ElectraForPreTraining": ("rtd",),
+    "ElectraForMaskedLM": ("mlm",),
 }
 
 
@@ -27,7 +41,11 @@ def from_hf(directory, encoder_only=False):
     `directory` holds `config.json` and `model.safetensors` (or sharded
     safetensors, or `pytorch_model.bin`). The architecture that `config.json`
     names decides the model returned: `BertModel`, `RobertaModel`,
-    `AlbertModel` and `ElectraModel` give an `Encoder`. With
+    `AlbertModel` and `ElectraModel` give an `Encoder`; the architectures of
+    `PRETRAINING_ARCHITECTURES` (`BertForPreTraining`, `*ForMaskedLM`,
+    `ElectraForPreTraining`, ...) give a `PretrainingModel` with those heads
+    (ELECTRA's `ForMaskedLM` is the generator, `ForPreTraining` the
+    discriminator). With
     `encoder_only=True`, any architecture of those families gives just its
     encoder, and its head weights are deliberately left out. A checkpoint
     without pooler weights (`*ForMaskedLM` models have none) gives an encoder
@@ -53,20 +71,34 @@ def from_hf(directory, encoder_only=False):
             f"{config_path}: architecture {architecture!r} does not belong to model_type "
             f"{config.family!r}")
     is_encoder = architecture == ENCODER_ARCHITECTURES[config.family]
-    if not (is_encoder or encoder_only):
+    heads = PRETRAINING_ARCHITECTURES.get(architecture)
+    if not (is_encoder or encoder_only or heads):
         raise UnsupportedArchitectureError(
             f"{config_path}: architecture {architecture!r} is not importable with its head yet; "
-            f"supported: {sorted(ENCODER_ARCHITECTURES.values())}. Pass encoder_only=True to "
-            "import just its encoder (the head weights are then left out).")
+            f"supported: {sorted(ENCODER_ARCHITECTURES.values())} and "
+            f"{sorted(PRETRAINING_ARCHITECTURES)}. Pass encoder_only=True to import just its "
+            "encoder (the head weights are then left out).")
 
-    state = {normalize_hf_name(name): value for name, value in read_state_dict(directory).items()}
-    state = _encoder_tensors(state, BASE_MODEL_PREFIX[config.family], keep_heads=is_encoder)
+    full_state = {normalize_hf_name(name): value
+                  for name, value in read_state_dict(directory).items()}
+    prefix = BASE_MODEL_PREFIX[config.family]
+    state = _encoder_tensors(full_state, prefix, keep_heads=is_encoder)
     if config.use_pooler and not any(name.startswith("pooler.") for name in state):
         config = config.replace(use_pooler=False)  # e.g. *ForMaskedLM encoders have no pooler
     encoder = build_encoder(config)
-    assign_weights(encoder, state, encoder_name_map(config), ignored=IGNORED_BUFFERS,
-                   source=f"checkpoint in {directory}")
-    return encoder
+    source = f"checkpoint in {directory}"
+    if is_encoder or encoder_only:
+        assign_weights(encoder, state, encoder_name_map(config), ignored=IGNORED_BUFFERS,
+                       source=source)
+        return encoder
+    model = PretrainingModel(encoder, heads)
+    head_state = _untied_head_tensors(full_state, prefix, config.family, source)
+    name_map = {f"{prefix}.{name}": target for name, target in encoder_name_map(config).items()}
+    name_map.update(head_name_map(config.family, heads))
+    assign_weights(model, {**{f"{prefix}.{name}": value for name, value in state.items()},
+                           **head_state}, name_map,
+                   ignored=tuple(f"{prefix}.{name}" for name in IGNORED_BUFFERS), source=source)
+    return model
 
 
 def _encoder_tensors(state, prefix, keep_heads):
@@ -82,3 +114,21 @@ def _encoder_tensors(state, prefix, keep_heads):
     if keep_heads:
         encoder.update({name: value for name, value in state.items() if not name.startswith(marker)})
     return encoder
+
+
+def _untied_head_tensors(state, prefix, family, source):
+    """The head tensors, with the tied decoder copies some checkpoints store checked and dropped
+    (the decoder weight must be the word embeddings; its bias stands in for a missing MLM bias)."""
+    heads = {name: value for name, value in state.items() if not name.startswith(prefix + ".")}
+    decoder = TIED_DECODER[family]
+    weight = heads.pop(f"{decoder}.weight", None)
+    embeddings = state.get(f"{prefix}.embeddings.word_embeddings.weight")
+    if weight is not None and embeddings is not None and (
+            weight.shape != embeddings.shape or abs(weight - embeddings).max() > 0):
+        raise WeightMismatchError(
+            f"{source}: {decoder}.weight differs from {prefix}.embeddings.word_embeddings.weight; "
+            "kerasbert ties the MLM decoder to the token embedding and cannot import an untied one")
+    bias = heads.pop(f"{decoder}.bias", None)
+    if bias is not None:
+        heads.setdefault(MLM_BIAS[family], bias)
+    return heads

@@ -98,3 +98,43 @@ def normalize_hf_name(name):
     if name.endswith(".beta"):
         return name[: -len("beta")] + "bias"
     return name
+
+
+# Pretraining heads: `(hf_module, kerasbert_layer, kind)` rows per family and head, the MLM output
+# bias (a parameter of its own), and the tied decoder tensors older checkpoints also store.
+HEAD_TABLES = {
+    "bert": {
+        "mlm": (("cls.predictions.transform.dense", "mlm_head/dense", LINEAR),
+                ("cls.predictions.transform.LayerNorm", "mlm_head/layer_norm", LAYER_NORM)),
+        "nsp": (("cls.seq_relationship", "nsp_head", LINEAR),),
+    },
+    "roberta": {
+        "mlm": (("lm_head.dense", "mlm_head/dense", LINEAR),
+                ("lm_head.layer_norm", "mlm_head/layer_norm", LAYER_NORM)),
+    },
+    "albert": {
+        "mlm": (("predictions.dense", "mlm_head/dense", LINEAR),
+                ("predictions.LayerNorm", "mlm_head/layer_norm", LAYER_NORM)),
+        "sop": (("sop_classifier.classifier", "sop_head", LINEAR),),
+    },
+    "electra": {
+        "mlm": (("generator_predictions.dense", "mlm_head/dense", LINEAR),
+                ("generator_predictions.LayerNorm", "mlm_head/layer_norm", LAYER_NORM)),
+        "rtd": (("discriminator_predictions.dense", "rtd_head/dense", LINEAR),
+                ("discriminator_predictions.dense_prediction", "rtd_head/prediction", LINEAR)),
+    },
+}
+MLM_BIAS = {"bert": "cls.predictions.bias", "roberta": "lm_head.bias",
+            "albert": "predictions.bias", "electra": "generator_lm_head.bias"}
+# Tied copies: the decoder's weight is the word embedding matrix, its bias the MLM bias.
+TIED_DECODER = {"bert": "cls.predictions.decoder", "roberta": "lm_head.decoder",
+                "albert": "predictions.decoder", "electra": "generator_lm_head"}
+
+
+def head_name_map(family, heads):
+    """`{hf_parameter_name: (kerasbert_variable_path, transpose)}` for the heads of a family."""
+    modules = [row for head in heads for row in HEAD_TABLES[family].get(head, ())]
+    names = expand_modules(modules)
+    if "mlm" in heads:
+        names[MLM_BIAS[family]] = ("mlm_head/bias", False)
+    return names

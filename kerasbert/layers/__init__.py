@@ -1,15 +1,18 @@
-"""Keras layers shared by the BERT family: embeddings, attention, transformer block, pooler."""
+"""Keras layers shared by the BERT family: embeddings, attention, transformer block, pooler, heads."""
 
 from kerasbert.layers.activations import gelu_exact, gelu_tanh, get_activation
 from kerasbert.layers.attention import MultiHeadSelfAttention, padding_mask_to_attention_bias
 from kerasbert.layers.embeddings import Embeddings
+from kerasbert.layers.heads import MaskedLMHead, ReplacedTokenHead
 from kerasbert.layers.pooler import Pooler
 from kerasbert.layers.transformer import TransformerLayer
 
 __all__ = [
     "Embeddings",
+    "MaskedLMHead",
     "MultiHeadSelfAttention",
     "Pooler",
+    "ReplacedTokenHead",
     "TransformerLayer",
     "gelu_exact",
     "gelu_tanh",

@@ -122,11 +122,19 @@ def test_sharded_safetensors_checkpoint(tmp_path):
 ])
 def test_encoder_only_import_of_head_checkpoints(family, model_class, tmp_path):
     reference = save_hf_model(model_class, hf_config(family), tmp_path)
-    with pytest.raises(kerasbert.convert.UnsupportedArchitectureError, match="encoder_only=True"):
-        kerasbert.convert.from_hf(tmp_path)
+    assert isinstance(kerasbert.convert.from_hf(tmp_path), kerasbert.models.PretrainingModel)
     encoder = kerasbert.convert.from_hf(tmp_path, encoder_only=True)
+    assert isinstance(encoder, kerasbert.models.Encoder)
     base = getattr(reference, reference.base_model_prefix)
     inputs = random_inputs(encoder.config)
     np.testing.assert_allclose(encoder(inputs)["sequence_output"],
                                hf_outputs(base, inputs).last_hidden_state.numpy(),
                                rtol=0, atol=TOLERANCE)
+
+
+def test_task_heads_not_importable_yet_point_to_encoder_only(tmp_path):
+    save_hf_model("BertForSequenceClassification", hf_config("bert"), tmp_path)
+    with pytest.raises(kerasbert.convert.UnsupportedArchitectureError, match="encoder_only=True"):
+        kerasbert.convert.from_hf(tmp_path)
+    assert isinstance(kerasbert.convert.from_hf(tmp_path, encoder_only=True),
+                      kerasbert.models.Encoder)

@@ -1,0 +1,128 @@
+"""Pretraining models: an encoder with its masked-LM, next-sentence / sentence-order and
+replaced-token-detection heads, as one functional Keras model."""
+
+import keras
+
+from kerasbert.layers.heads import MaskedLMHead, ReplacedTokenHead
+from kerasbert.models.encoder import INPUT_NAMES, Encoder, build_encoder
+
+HEADS = ("mlm", "nsp", "sop", "rtd")
+# The pretraining heads of each family's original recipe.
+FAMILY_HEADS = {"bert": ("mlm", "nsp"), "albert": ("mlm", "sop"), "roberta": ("mlm",),
+                "electra": ("rtd",)}
+
+
+def default_mlm_activation(config):
+    """The MLM head's activation as `transformers` has it: RoBERTa's and ELECTRA's generator
+    head always use the exact GELU, BERT's and ALBERT's the encoder's activation."""
+    return "gelu" if config.family in ("roberta", "electra") else config.hidden_activation
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class PretrainingModel(keras.Model):
+    """An encoder with pretraining heads.
+
+    Inputs: the encoder's `token_ids`, `segment_ids`, `padding_mask`, plus
+    `masked_lm_positions` (int32 `[batch, predictions]`) when there is an MLM
+    head. Outputs, by head: `mlm_logits` `[batch, predictions, vocab]` (decoder
+    tied to the encoder's token embedding), `nsp_logits` / `sop_logits`
+    `[batch, 2]` (on the pooled output), `rtd_logits` `[batch, seq]`.
+
+    Args:
+        encoder: a `kerasbert.models.Encoder`.
+        heads: some of `HEADS`; `nsp` and `sop` need an encoder with a pooler.
+        mlm_activation: the MLM transform's activation (default:
+            `default_mlm_activation(encoder.config)`).
+
+    Example:
+    >>> import numpy as np, kerasbert
+    >>> encoder = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1)
+    >>> model = PretrainingModel(encoder, heads=("mlm", "nsp"))
+    >>> ids = np.array([[2, 7, 8, 3, 0]], "int32")
+    >>> outputs = model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+    ...                  "padding_mask": (ids != 0).astype("int32"),
+    ...                  "masked_lm_positions": np.array([[1, 2]], "int32")})
+    >>> tuple(outputs["mlm_logits"].shape), tuple(outputs["nsp_logits"].shape)
+    ((1, 2, 30522), (1, 2))
+    """
+
+    def __init__(self, encoder, heads=("mlm", "nsp"), mlm_activation=None, **kwargs):
+        heads = tuple(heads)
+        unknown = [head for head in heads if head not in HEADS]
+        if unknown or not heads or len(set(heads)) != len(heads):
+            raise ValueError(f"heads must be distinct names from {HEADS}, got {heads}")
+        if not isinstance(encoder, Encoder):
+            raise TypeError(f"encoder must be a kerasbert Encoder, got {type(encoder).__name__}")
+        config = encoder.config
+        if {"nsp", "sop"} & set(heads) and not config.use_pooler:
+            raise ValueError(f"heads {heads} need the pooled output, but the encoder has no pooler")
+        mlm_activation = mlm_activation or default_mlm_activation(config)
+
+        # === Layers ===
+        layers = {}
+        if "mlm" in heads:
+            layers["mlm"] = MaskedLMHead(
+                encoder.token_embedding, activation=mlm_activation,
+                layer_norm_epsilon=config.layer_norm_epsilon,
+                initializer_range=config.initializer_range, name="mlm_head")
+        for head in ("nsp", "sop"):
+            if head in heads:
+                layers[head] = keras.layers.Dense(
+                    2, kernel_initializer=keras.initializers.TruncatedNormal(
+                        stddev=config.initializer_range), name=f"{head}_head")
+        if "rtd" in heads:
+            layers["rtd"] = ReplacedTokenHead(config.hidden_size, config.hidden_activation,
+                                              config.initializer_range, name="rtd_head")
+        dropout = keras.layers.Dropout(config.dropout, name="pooled_dropout")
+
+        # === Functional graph ===
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+        if "mlm" in heads:
+            inputs["masked_lm_positions"] = keras.Input(
+                shape=(None,), dtype="int32", name="masked_lm_positions")
+        encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
+        outputs = {}
+        if "mlm" in heads:
+            outputs["mlm_logits"] = layers["mlm"](encoded["sequence_output"],
+                                                  inputs["masked_lm_positions"])
+        for head in ("nsp", "sop"):
+            if head in heads:
+                outputs[f"{head}_logits"] = layers[head](dropout(encoded["pooled_output"]))
+        if "rtd" in heads:
+            outputs["rtd_logits"] = layers["rtd"](encoded["sequence_output"])
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.heads = heads
+        self.mlm_activation = mlm_activation
+        self.head_layers = layers
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.layers.serialize(self.encoder),
+            "heads": list(self.heads),
+            "mlm_activation": self.mlm_activation,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)
+
+
+def build_pretraining_model(config, heads=None, **kwargs):
+    """A randomly initialised `PretrainingModel` for an `EncoderConfig`.
+
+    `heads` defaults to the family's original recipe (`FAMILY_HEADS`).
+
+    >>> import kerasbert
+    >>> config = kerasbert.zoo.get_config("albert_base_v2").replace(num_layers=1, hidden_size=64,
+    ...     num_heads=2, intermediate_size=128)
+    >>> sorted(build_pretraining_model(config).output)
+    ['mlm_logits', 'sop_logits']
+    """
+    return PretrainingModel(build_encoder(config), heads or FAMILY_HEADS[config.family], **kwargs)
