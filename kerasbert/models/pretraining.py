@@ -93,10 +93,74 @@ class PretrainingModel(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===
+        self._input_names = list(inputs)
         self.encoder = encoder
         self.heads = heads
         self.mlm_activation = mlm_activation
         self.head_layers = layers
+
+    # === Training: batches of `kerasbert.data.pretraining_dataset` straight into `fit` ===
+
+    def compile(self, optimizer="adam", loss="auto", metrics="auto", weighted_metrics="auto",
+                **kwargs):
+        """`keras.Model.compile` with the pretraining losses and metrics by default.
+
+        MLM: cross-entropy averaged over the real predictions (weights
+        `masked_lm_weights`, as Google's BERT) and accuracy; NSP / SOP:
+        cross-entropy and accuracy. Losses add up with weight 1. In `fit` logs:
+        `mlm_logits_loss`, `mlm_logits_accuracy`, `nsp_logits_accuracy`, ...
+        Pass any of the arguments to replace a default.
+        """
+        def cross_entropy(name, reduction="sum_over_batch_size"):
+            return keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, reduction=reduction, name=name)
+
+        heads = [head for head in self.heads if head != "rtd"]
+        if loss == "auto":
+            loss = {f"{head}_logits": cross_entropy(
+                f"{head}_loss", "mean_with_sample_weight" if head == "mlm" else
+                "sum_over_batch_size") for head in heads}
+        if weighted_metrics == "auto":
+            weighted_metrics = ({"mlm_logits": [keras.metrics.SparseCategoricalAccuracy(
+                name="accuracy")]} if "mlm" in heads else None)
+        if metrics == "auto":
+            metrics = {f"{head}_logits": [keras.metrics.SparseCategoricalAccuracy(
+                name="accuracy")] for head in heads if head != "mlm"} or None
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        weighted_metrics=weighted_metrics, **kwargs)
+
+    def split_batch(self, batch):
+        """A pretraining batch dict -> `(inputs, labels, sample_weights)` for Keras.
+
+        Labels: `masked_lm_ids` (weights `masked_lm_weights`) for `mlm_logits`,
+        `next_sentence_labels` for `nsp_logits` / `sop_logits`. Anything that
+        is not such a dict is returned as it is.
+        """
+        if not isinstance(batch, dict) or "masked_lm_ids" not in batch and (
+                "next_sentence_labels" not in batch):
+            return batch
+        inputs = {name: batch[name] for name in self._input_names}
+        labels, weights = {}, {}
+        if "mlm" in self.heads:
+            labels["mlm_logits"] = batch["masked_lm_ids"]
+            weights["mlm_logits"] = batch["masked_lm_weights"]
+        for head in ("nsp", "sop"):
+            if head in self.heads:
+                labels[f"{head}_logits"] = batch["next_sentence_labels"]
+                weights[f"{head}_logits"] = keras.ops.ones_like(
+                    batch["next_sentence_labels"], dtype="float32")
+        return inputs, labels, weights
+
+    def train_step(self, data):
+        return super().train_step(self.split_batch(data))
+
+    def test_step(self, data):
+        return super().test_step(self.split_batch(data))
+
+    def predict_step(self, data):
+        if isinstance(data, dict):
+            data = {name: data[name] for name in self._input_names}
+        return super().predict_step(data)
 
     def get_config(self):
         return {
