@@ -50,6 +50,7 @@ setup(
             "kerasbert-demo=kerasbert.cli.demo:run",
             "kerasbert-vocab=kerasbert.cli.vocab:run",
             "kerasbert-create-pretraining-data=kerasbert.cli.create_pretraining_data:run",
+            "kerasbert-pretrain=kerasbert.cli.pretrain:run",
         ],
     },
 )

@@ -112,7 +112,9 @@ def document_windows(file_patterns, window_size=64, format="documents", bad_line
         format: `"documents"` or `"paragraphs"` (see the module docstring).
         bad_lines: `"skip"` (and count) or `"fail"` for lines that are not
             UTF-8 or are longer than `max_line_bytes`.
-        stats: a `CorpusStats` to count documents, sentences and skipped lines in.
+        stats: a `CorpusStats` to count documents, sentences and skipped lines in
+            (None: no counting, which keeps the pipeline free of stateful ops so
+            its iterators can be checkpointed).
         input_context: a `tf.distribute.InputContext`: with at least as many
             files as input pipelines, each pipeline reads its own files.
         num_parallel_files: files read at once (their windows alternate).
@@ -136,7 +138,6 @@ def document_windows(file_patterns, window_size=64, format="documents", bad_line
         raise ValueError(f"The corpus files {file_patterns} are all empty")
     if input_context is not None and len(files) >= input_context.num_input_pipelines:
         files = files[input_context.input_pipeline_id::input_context.num_input_pipelines]
-    stats = stats or CorpusStats()
     gzip_files = tf.constant([is_gzip(path) for path in files], tf.bool, shape=[len(files)])
 
     # Plain TensorFlow code: converting it with AutoGraph would only cost start-up time.
@@ -179,6 +180,8 @@ def _checked_lines(path, numbers, lines, bad_lines, max_line_bytes, stats):
             "is not valid UTF-8 or is longer than", max_line_bytes, "bytes"], summarize=1)
         with tf.control_dependencies([check]):
             return tf.identity(lines)
+    if stats is None:
+        return tf.boolean_mask(lines, good)
     counted = stats.add("skipped_lines", tf.reduce_sum(1 - tf.cast(good, tf.int32)))
     with tf.control_dependencies([counted]):
         return tf.boolean_mask(lines, good)
@@ -219,7 +222,9 @@ def _paragraph_documents(lines, stats):
 
 
 def _counted(documents, stats):
-    """`documents` (ragged `[documents, sentences]`), once counted in `stats`."""
+    """`documents` (ragged `[documents, sentences]`), once counted in `stats` (if any)."""
+    if stats is None:
+        return documents
     with tf.control_dependencies([stats.add("documents", documents.nrows()),
                                   stats.add("sentences", tf.size(documents.flat_values))]):
         return documents.with_flat_values(tf.identity(documents.flat_values))

@@ -12,7 +12,7 @@ files and seed give the same batches, also with parallel calls.
 
 import tensorflow as tf
 
-from kerasbert.data.corpus import CorpusStats, corpus_files, document_windows
+from kerasbert.data.corpus import corpus_files, document_windows
 from kerasbert.data.instances import OBJECTIVES, build_instances
 from kerasbert.data.masking import MaskedLmMasker
 

@@ -1,0 +1,133 @@
+"""Pretraining optimizers: Keras AdamW, LAMB or Adam on a `WarmupDecay` schedule, built in one call.
+
+Everything is a stock Keras 3 optimizer configured through its own arguments:
+decoupled weight decay (`weight_decay`, skipping LayerNorm and bias variables
+through `exclude_from_weight_decay(var_names=NO_DECAY_PATTERNS)`; the `AdamW`
+and `Lamb` here only add those patterns to the saved config), clipping by
+global norm (`global_clipnorm`) and gradient accumulation
+(`gradient_accumulation_steps`, which averages the micro-batch gradients).
+
+Mixed precision needs nothing here: under the `"mixed_float16"` policy
+`model.compile` wraps the optimizer in a `keras.optimizers.LossScaleOptimizer`
+itself (`auto_scale_loss=True`, decided by the *model's* dtype policy), and
+`"mixed_bfloat16"` needs no loss scaling. XLA is `model.compile(jit_compile=True)`.
+"""
+
+import keras
+
+from kerasbert.training.schedules import WarmupDecay
+
+# Regular expressions `re.search`-ed in a variable's name. On the TensorFlow
+# backend Keras matches the `tf.Variable` name, which is the full path, e.g.
+# "transformer_layer_0/attention_layer_norm/gamma:0" (".../gamma/replica_1:0"
+# for a mirrored copy), so these pick out exactly this project's LayerNorm
+# scales and offsets ("layer_norm", "attention_layer_norm",
+# "output_layer_norm") and every variable named "bias"; kernels and embeddings
+# keep their decay.
+NO_DECAY_PATTERNS = (r"layer_norm/gamma\b", r"layer_norm/beta\b", r"\bbias\b")
+
+
+class _ExcludesNormsAndBiasesFromDecay:
+    """Calls `exclude_from_weight_decay` with `no_decay_patterns` and keeps them in `get_config`.
+
+    Stock Keras optimizers do not serialize their exclusions, so a model loaded
+    from a `.keras` file would otherwise go on decaying LayerNorm and bias.
+    """
+
+    def __init__(self, *args, no_decay_patterns=NO_DECAY_PATTERNS, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.no_decay_patterns = tuple(no_decay_patterns)
+        self.exclude_from_weight_decay(var_names=list(self.no_decay_patterns))
+
+    def get_config(self):
+        return {**super().get_config(), "no_decay_patterns": list(self.no_decay_patterns)}
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class AdamW(_ExcludesNormsAndBiasesFromDecay, keras.optimizers.AdamW):
+    """`keras.optimizers.AdamW` without decay on variables matching `no_decay_patterns`.
+
+    Takes `keras.optimizers.AdamW`'s arguments plus `no_decay_patterns`
+    (regular expressions, default `NO_DECAY_PATTERNS`), which `get_config` keeps.
+
+    Example:
+    >>> optimizer = AdamW(learning_rate=1e-3, weight_decay=0.01)
+    >>> AdamW.from_config(optimizer.get_config()).no_decay_patterns == NO_DECAY_PATTERNS
+    True
+    """
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class Lamb(_ExcludesNormsAndBiasesFromDecay, keras.optimizers.Lamb):
+    """`keras.optimizers.Lamb` without decay on variables matching `no_decay_patterns`.
+
+    Takes `keras.optimizers.Lamb`'s arguments plus `no_decay_patterns`
+    (regular expressions, default `NO_DECAY_PATTERNS`), which `get_config` keeps.
+
+    Keras' LAMB applies the decay decoupled (`w -= lr * weight_decay * w` before
+    the step, outside the trust ratio) and its trust ratio to every variable.
+
+    Example:
+    >>> optimizer = Lamb(learning_rate=1e-3, weight_decay=0.01)
+    >>> Lamb.from_config(optimizer.get_config()).no_decay_patterns == NO_DECAY_PATTERNS
+    True
+    """
+
+
+_OPTIMIZERS = {"adamw": AdamW, "lamb": Lamb, "adam": keras.optimizers.Adam}
+
+
+def create_optimizer(name="adamw", learning_rate=1e-4, *, num_train_steps, num_warmup_steps=0,
+                     weight_decay=0.01, end_learning_rate=0.0, power=1.0, beta_1=0.9,
+                     beta_2=0.999, epsilon=1e-6, global_clipnorm=1.0,
+                     gradient_accumulation_steps=None):
+    """A Keras optimizer on a `WarmupDecay` schedule, as used for BERT-family pretraining.
+
+    Args:
+        name: `"adamw"` (`AdamW`: Adam with decoupled weight decay),
+            `"lamb"` (`Lamb`) or `"adam"` (`keras.optimizers.Adam`, no weight
+            decay; `weight_decay` is not used).
+        learning_rate: the peak rate, reached after warmup.
+        num_train_steps: total batches `model.fit` trains on (each a
+            micro-batch with gradient accumulation: Keras steps the schedule
+            per batch, not per update), warmup included; the rate reaches
+            `end_learning_rate` there.
+        num_warmup_steps: batches of linear warmup from 0.
+        weight_decay: decoupled decay rate for `"adamw"` and `"lamb"`; LayerNorm
+            and bias variables (`NO_DECAY_PATTERNS`) are excluded.
+        end_learning_rate, power: end rate and exponent of the decay.
+        beta_1, beta_2, epsilon: the Adam/LAMB moment parameters.
+        global_clipnorm: clip gradients to this global norm (`None`: no clipping).
+        gradient_accumulation_steps: update the weights every this many
+            batches with the average of their gradients (`None`: every batch).
+
+    Example:
+    >>> optimizer = create_optimizer("adamw", 1e-3, num_train_steps=100,
+    ...                              num_warmup_steps=10)
+    >>> type(optimizer).__name__, optimizer.global_clipnorm
+    ('AdamW', 1.0)
+    >>> round(float(optimizer.learning_rate), 6)  # step 0 of the warmup
+    0.0
+    >>> create_optimizer("sgd", num_train_steps=10)
+    Traceback (most recent call last):
+    ...
+    ValueError: Unknown optimizer name 'sgd'; choose one of 'adamw', 'lamb', 'adam'
+    """
+    if name not in _OPTIMIZERS:
+        choices = ", ".join(repr(choice) for choice in _OPTIMIZERS)
+        raise ValueError(f"Unknown optimizer name {name!r}; choose one of {choices}")
+    if isinstance(num_train_steps, bool) or not isinstance(num_train_steps, int) \
+            or num_train_steps < 1:
+        raise ValueError(f"num_train_steps must be an integer >= 1, got {num_train_steps!r}")
+    if isinstance(num_warmup_steps, bool) or not isinstance(num_warmup_steps, int) \
+            or not 0 <= num_warmup_steps <= num_train_steps:
+        raise ValueError(f"num_warmup_steps must be an integer in [0, num_train_steps="
+                         f"{num_train_steps}], got {num_warmup_steps!r}")
+    schedule = WarmupDecay(learning_rate, warmup_steps=num_warmup_steps,
+                           decay_steps=num_train_steps - num_warmup_steps,
+                           end_learning_rate=end_learning_rate, power=power)
+    decay = {} if name == "adam" else {"weight_decay": weight_decay}
+    return _OPTIMIZERS[name](
+        learning_rate=schedule, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
+        global_clipnorm=global_clipnorm, gradient_accumulation_steps=gradient_accumulation_steps,
+        **decay)

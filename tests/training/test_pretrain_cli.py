@@ -1,0 +1,114 @@
+"""`kerasbert-pretrain`: trains from text or records, logs to TensorBoard, checkpoints, resumes
+after a real kill at the same step and data position, and stops on a non-finite loss."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import kerasbert.data.demo
+
+VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
+TEXT = kerasbert.data.demo.pretraining_corpus_files()[0]
+TINY = ["--model=bert_tiny_uncased",
+        "--config_overrides=num_layers=1,hidden_size=32,num_heads=2,intermediate_size=64,"
+        "max_positions=64",
+        "--batch_size=8", "--max_seq_length=64", "--max_predictions_per_seq=8",
+        "--learning_rate=1e-3", "--steps_per_loop=5"]
+
+
+def _command(model_dir, *flags):
+    return [sys.executable, "-m", "kerasbert.cli.pretrain", f"--model_dir={model_dir}", *TINY,
+            *flags]
+
+
+def _run(model_dir, *flags, check=True):
+    result = subprocess.run(_command(model_dir, *flags), capture_output=True, text=True,
+                            timeout=600)
+    if check:
+        assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def _text_flags(steps):
+    return [f"--text_files={TEXT}", f"--vocab_file={VOCAB}", f"--train_steps={steps}",
+            "--checkpoint_interval=10"]
+
+
+def _variables(checkpoint):
+    reader = tf.train.load_checkpoint(checkpoint)
+    return {name: reader.get_tensor(name) for name, dtype in
+            reader.get_variable_to_dtype_map().items() if dtype.is_floating or dtype.is_integer}
+
+
+def test_trains_from_text_with_a_flagfile_and_logs(tmp_path):
+    flagfile = tmp_path / "run.flags"
+    flagfile.write_text("\n".join(_text_flags(20)) + "\n")
+    result = _run(tmp_path / "run", f"--flagfile={flagfile}")
+    assert "Done:" in result.stdout and "step 20" in result.stdout
+    assert {"ckpt-10.index", "ckpt-20.index", "checkpoint"} <= set(os.listdir(tmp_path / "run"))
+    events = [os.path.join(tmp_path / "run" / "train", name)
+              for name in os.listdir(tmp_path / "run" / "train")]
+    tags = {value.tag for path in events for event in tf.compat.v1.train.summary_iterator(path)
+            for value in event.summary.value}
+    assert {"loss", "mlm_logits_loss", "mlm_logits_accuracy", "nsp_logits_accuracy",
+            "learning_rate"} <= tags
+
+
+def test_trains_from_pretraining_records(tmp_path):
+    records = tmp_path / "records.tfrecord"
+    made = subprocess.run(
+        [sys.executable, "-m", "kerasbert.cli.create_pretraining_data", f"--input_file={TEXT}",
+         f"--output_file={records}", f"--vocab_file={VOCAB}", "--max_seq_length=64",
+         "--max_predictions_per_seq=8", "--dupe_factor=1", "--objective=sop"],
+        capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr[-3000:]
+    result = _run(tmp_path / "run", f"--input_files={records}", "--objective=sop",
+                  "--train_steps=10", "--config_overrides=num_layers=1,hidden_size=32,num_heads=2,"
+                  "intermediate_size=64,max_positions=64,vocab_size=3568")
+    assert "sop_logits_accuracy" in result.stdout
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_at_the_same_step_and_data_position(tmp_path):
+    """SIGKILL once the first checkpoint is recorded; the rerun ends exactly where an
+    uninterrupted run ends (weights, optimizer, dropout seeds, data iterator)."""
+    _run(tmp_path / "whole", *_text_flags(30))
+    process = subprocess.Popen(_command(tmp_path / "killed", *_text_flags(30)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = tmp_path / "killed" / "checkpoint"
+    deadline = time.time() + 300
+    while process.poll() is None and time.time() < deadline and not (
+            state.exists() and "ckpt-10" in state.read_text()):
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (tmp_path / "killed" / "ckpt-30.index").exists(), "finished before the kill"
+    result = _run(tmp_path / "killed", *_text_flags(30))
+    assert "Restored" in result.stdout
+    assert "at step 10" in result.stdout or "at step 20" in result.stdout
+    whole = _variables(str(tmp_path / "whole" / "ckpt-30"))
+    resumed = _variables(str(tmp_path / "killed" / "ckpt-30"))
+    assert whole.keys() == resumed.keys() and len(whole) > 50
+    for name in whole:
+        np.testing.assert_array_equal(resumed[name], whole[name], err_msg=name)
+
+
+def test_non_finite_loss_stops_naming_the_step(tmp_path):
+    result = _run(tmp_path / "run", *_text_flags(40), "--learning_rate=1e12", "--clip_norm=0",
+                  "--optimizer=adam", check=False)
+    assert result.returncode != 0
+    assert "Training stopped at step" in result.stderr + result.stdout
+    assert "not finite" in result.stderr + result.stdout
+
+
+def test_bad_flags_are_named(tmp_path):
+    result = _run(tmp_path / "run", "--train_steps=5", check=False)
+    assert result.returncode != 0 and "--input_files and --text_files" in result.stderr
+    result = _run(tmp_path / "run", *_text_flags(5), "--config_overrides=depth=3", check=False)
+    assert result.returncode != 0 and "depth=3" in result.stderr
