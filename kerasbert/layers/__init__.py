@@ -5,6 +5,7 @@ from kerasbert.layers.attention import MultiHeadSelfAttention, padding_mask_to_a
 from kerasbert.layers.embeddings import Embeddings
 from kerasbert.layers.heads import MaskedLMHead, ReplacedTokenHead
 from kerasbert.layers.pooler import Pooler
+from kerasbert.layers.replaced_tokens import ReplacedTokenSampler
 from kerasbert.layers.transformer import TransformerLayer
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "MultiHeadSelfAttention",
     "Pooler",
     "ReplacedTokenHead",
+    "ReplacedTokenSampler",
     "TransformerLayer",
     "gelu_exact",
     "gelu_tanh",

@@ -13,6 +13,13 @@ class Embeddings(keras.layers.Layer):
     normalizes them, applies dropout and, when `projection_size` is set,
     projects them to that width (ALBERT, ELECTRA small).
 
+    With `shared_tables` (another `Embeddings` of the same vocabulary,
+    width, positions and segments), its three tables and LayerNorm are used
+    instead of new ones, and only the projection is this layer's own
+    (ELECTRA's generator shares the discriminator's embeddings). Sharing is a
+    link between live layers: it is not part of the config; the model that
+    shares rebuilds it.
+
     Positions are `0..seq-1` when `position_offset` is 0. A positive offset
     numbers them RoBERTa's way: non-padding tokens (those that are not
     `pad_token_id`) count up from `position_offset`, padding tokens get
@@ -39,6 +46,7 @@ class Embeddings(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         dropout=0.0,
         initializer_range=0.02,
+        shared_tables=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -54,17 +62,30 @@ class Embeddings(keras.layers.Layer):
         self.initializer_range = initializer_range
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
-        self.token_embedding = keras.layers.Embedding(
-            vocab_size, embedding_size, embeddings_initializer=initializer,
-            dtype=self.dtype_policy, name="token_embedding")
-        self.position_embedding = keras.layers.Embedding(
-            max_positions, embedding_size, embeddings_initializer=initializer,
-            dtype=self.dtype_policy, name="position_embedding")
-        self.segment_embedding = keras.layers.Embedding(
-            type_vocab_size, embedding_size, embeddings_initializer=initializer,
-            dtype=self.dtype_policy, name="segment_embedding")
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
+        if shared_tables is not None:
+            shape = (vocab_size, embedding_size, max_positions, type_vocab_size)
+            theirs = (shared_tables.vocab_size, shared_tables.embedding_size,
+                      shared_tables.max_positions, shared_tables.type_vocab_size)
+            if shape != theirs:
+                raise ValueError(
+                    f"shared_tables must have the same (vocab_size, embedding_size, "
+                    f"max_positions, type_vocab_size): {theirs} != {shape}")
+            self.token_embedding = shared_tables.token_embedding
+            self.position_embedding = shared_tables.position_embedding
+            self.segment_embedding = shared_tables.segment_embedding
+            self.layer_norm = shared_tables.layer_norm
+        else:
+            self.token_embedding = keras.layers.Embedding(
+                vocab_size, embedding_size, embeddings_initializer=initializer,
+                dtype=self.dtype_policy, name="token_embedding")
+            self.position_embedding = keras.layers.Embedding(
+                max_positions, embedding_size, embeddings_initializer=initializer,
+                dtype=self.dtype_policy, name="position_embedding")
+            self.segment_embedding = keras.layers.Embedding(
+                type_vocab_size, embedding_size, embeddings_initializer=initializer,
+                dtype=self.dtype_policy, name="segment_embedding")
+            self.layer_norm = keras.layers.LayerNormalization(
+                epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.projection = None
         if projection_size is not None:
@@ -73,10 +94,12 @@ class Embeddings(keras.layers.Layer):
                 dtype=self.dtype_policy, name="projection")
 
     def build(self, token_ids_shape, segment_ids_shape=None):
-        self.token_embedding.build(token_ids_shape)
-        self.position_embedding.build(token_ids_shape)
-        self.segment_embedding.build(token_ids_shape)
-        self.layer_norm.build(tuple(token_ids_shape) + (self.embedding_size,))
+        # Shared tables are built already (by the layer that owns them).
+        for table in (self.token_embedding, self.position_embedding, self.segment_embedding):
+            if not table.built:
+                table.build(token_ids_shape)
+        if not self.layer_norm.built:
+            self.layer_norm.build(tuple(token_ids_shape) + (self.embedding_size,))
         if self.projection is not None:
             self.projection.build(tuple(token_ids_shape) + (self.embedding_size,))
         self.built = True

@@ -1,9 +1,11 @@
 """Functional Keras models: the encoder and the pretraining models built on it."""
 
+from kerasbert.models.electra import ElectraPretrainer, generator_config
 from kerasbert.models.encoder import INPUT_NAMES, Encoder, InputDtypeError, build_encoder
 from kerasbert.models.inference import inference_function
 from kerasbert.models.pretraining import (FAMILY_HEADS, HEADS, PretrainingModel,
                                           build_pretraining_model)
 
-__all__ = ["Encoder", "FAMILY_HEADS", "HEADS", "INPUT_NAMES", "InputDtypeError", "PretrainingModel",
-           "build_encoder", "build_pretraining_model", "inference_function"]
+__all__ = ["ElectraPretrainer", "Encoder", "FAMILY_HEADS", "HEADS", "INPUT_NAMES",
+           "InputDtypeError", "PretrainingModel", "build_encoder", "build_pretraining_model",
+           "generator_config", "inference_function"]

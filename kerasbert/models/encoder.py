@@ -33,6 +33,8 @@ class Encoder(keras.Model):
         config: an `EncoderConfig` (or its dict form).
         output_hidden_states: also return every layer's hidden states.
         dtype: a dtype policy for every layer, e.g. `"mixed_float16"`.
+        shared_embeddings: another encoder's `Embeddings` whose tables and
+            LayerNorm this encoder uses (see `Embeddings`; not serialized).
 
     Example:
     >>> import numpy as np
@@ -47,7 +49,8 @@ class Encoder(keras.Model):
     ((1, 5, 32), (1, 32))
     """
 
-    def __init__(self, config, output_hidden_states=False, dtype=None, **kwargs):
+    def __init__(self, config, output_hidden_states=False, dtype=None, shared_embeddings=None,
+                 **kwargs):
         if isinstance(config, Mapping):
             config = EncoderConfig.from_dict(dict(config))
         if not isinstance(config, EncoderConfig):
@@ -66,6 +69,7 @@ class Encoder(keras.Model):
             dropout=config.dropout,
             initializer_range=config.initializer_range,
             dtype=dtype,
+            shared_tables=shared_embeddings,
             name="embeddings",
         )
         transformer_layers = [

@@ -129,6 +129,13 @@ class PretrainingModel(keras.Model):
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
                         weighted_metrics=weighted_metrics, **kwargs)
 
+    def compile_from_config(self, config):
+        # Keras does not restore the compile state of a model with its own `compile`; the
+        # stored arguments are ones this `compile` accepts.
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
     def split_batch(self, batch):
         """A pretraining batch dict -> `(inputs, labels, sample_weights)` for Keras.
 
