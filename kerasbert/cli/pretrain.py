@@ -24,6 +24,7 @@ from kerasbert.convert import from_hf  # noqa: E402
 from kerasbert.data.instances import OBJECTIVES  # noqa: E402
 from kerasbert.data.pretraining import pretraining_dataset  # noqa: E402
 from kerasbert.data.tfrecords import read_pretraining_records  # noqa: E402
+from kerasbert.models.electra import ElectraPretrainer, generator_config  # noqa: E402
 from kerasbert.models.pretraining import PretrainingModel  # noqa: E402
 from kerasbert.models.encoder import build_encoder  # noqa: E402
 from kerasbert.tokenizers.vocabulary_files import load_tokenizer  # noqa: E402
@@ -43,9 +44,10 @@ flags.DEFINE_string("vocab_file", None, "Tokenizer vocabulary for --text_files (
 flags.DEFINE_string("merges_file", None, "merges.txt for a byte-level BPE --vocab_file.")
 flags.DEFINE_string("tokenizer_dir", None, "A Hugging Face tokenizer directory instead.")
 flags.DEFINE_boolean("do_lower_case", True, "Lower-case the text (WordPiece, SentencePiece).")
-flags.DEFINE_enum("objective", "nsp", [o for o in OBJECTIVES if o != "electra"],
+flags.DEFINE_enum("objective", "nsp", OBJECTIVES,
                   "Instances and heads: nsp (MLM+NSP), sop (MLM+SOP), full_sentences / "
-                  "doc_sentences (MLM).")
+                  "doc_sentences (MLM), electra (generator + replaced-token detection).")
+flags.DEFINE_float("generator_ratio", 0.25, "ELECTRA: generator hidden size / discriminator's.")
 flags.DEFINE_string("model_dir", None, "Checkpoints and TensorBoard logs.", required=True)
 flags.DEFINE_integer("train_steps", None, "Total training steps.", required=True)
 flags.DEFINE_integer("batch_size", 32, "Global batch size.")
@@ -93,9 +95,15 @@ def main(argv):
     config = _config(tokenizer)
     print(f"{strategy_summary(strategy)}; {FLAGS.model} ({_describe(config)})")
     with strategy.scope():
-        model = PretrainingModel(build_encoder(config), _HEADS[FLAGS.objective])
+        if FLAGS.objective == "electra":
+            model = ElectraPretrainer(config, generator_config(config, FLAGS.generator_ratio),
+                                      seed=FLAGS.seed)
+            encoder = model.discriminator
+        else:
+            model = PretrainingModel(build_encoder(config), _HEADS[FLAGS.objective])
+            encoder = model.encoder
         if FLAGS.init_checkpoint:
-            _initialize(model, FLAGS.init_checkpoint)
+            _initialize(model, encoder, FLAGS.init_checkpoint)
         model.compile(optimizer=create_optimizer(
             FLAGS.optimizer, FLAGS.learning_rate, num_train_steps=FLAGS.train_steps,
             num_warmup_steps=FLAGS.warmup_steps, weight_decay=FLAGS.weight_decay,
@@ -156,14 +164,14 @@ def _dataset(tokenizer, context):
         batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
 
 
-def _initialize(model, path):
-    """Encoder weights from a Hugging Face directory or a kerasbert checkpoint."""
+def _initialize(model, encoder, path):
+    """Encoder weights from a Hugging Face directory, or the model's from a kerasbert checkpoint."""
     if os.path.isfile(os.path.join(path, "config.json")):
         source = from_hf(path, encoder_only=True)
-        if source.config != model.encoder.config.replace(use_pooler=source.config.use_pooler):
+        if source.config != encoder.config.replace(use_pooler=source.config.use_pooler):
             raise app.UsageError(f"--init_checkpoint {path}: its config {source.config} differs "
-                                 f"from the model's {model.encoder.config}")
-        targets = {weight.path: weight for weight in model.encoder.weights}
+                                 f"from the model's {encoder.config}")
+        targets = {weight.path: weight for weight in encoder.weights}
         for weight in source.weights:
             targets[weight.path].assign(weight)
         print(f"Encoder initialised from {path}")

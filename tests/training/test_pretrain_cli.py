@@ -15,16 +15,18 @@ import kerasbert.data.demo
 
 VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
 TEXT = kerasbert.data.demo.pretraining_corpus_files()[0]
-TINY = ["--model=bert_tiny_uncased",
-        "--config_overrides=num_layers=1,hidden_size=32,num_heads=2,intermediate_size=64,"
+# A tiny model (the flags a test adds later win: absl keeps the last value).
+TINY = ["--config_overrides=num_layers=1,hidden_size=32,num_heads=2,intermediate_size=64,"
         "max_positions=64",
         "--batch_size=8", "--max_seq_length=64", "--max_predictions_per_seq=8",
         "--learning_rate=1e-3", "--steps_per_loop=5"]
 
 
 def _command(model_dir, *flags):
-    return [sys.executable, "-m", "kerasbert.cli.pretrain", f"--model_dir={model_dir}", *TINY,
-            *flags]
+    model = [] if any(flag.startswith("--model=") for flag in flags) else [
+        "--model=bert_tiny_uncased"]
+    return [sys.executable, "-m", "kerasbert.cli.pretrain", f"--model_dir={model_dir}", *model,
+            *TINY, *flags]
 
 
 def _run(model_dir, *flags, check=True):
@@ -112,3 +114,13 @@ def test_bad_flags_are_named(tmp_path):
     assert result.returncode != 0 and "--input_files and --text_files" in result.stderr
     result = _run(tmp_path / "run", *_text_flags(5), "--config_overrides=depth=3", check=False)
     assert result.returncode != 0 and "depth=3" in result.stderr
+
+
+def test_trains_electra(tmp_path):
+    result = _run(tmp_path / "run", f"--text_files={TEXT}", f"--vocab_file={VOCAB}",
+                  "--model=electra_small_discriminator", "--objective=electra",
+                  "--config_overrides=num_layers=1,hidden_size=32,num_heads=2,"
+                  "intermediate_size=64,embedding_size=16,max_positions=64",
+                  "--train_steps=10", "--checkpoint_interval=10")
+    for name in ("mlm_loss", "rtd_loss", "rtd_accuracy", "rtd_precision", "rtd_recall"):
+        assert name in result.stdout
