@@ -3,6 +3,6 @@
 __version__ = "0.1.0"
 
 from kerasbert.config import EncoderConfig
-from kerasbert import layers, models, convert, tokenizers, zoo, export, data
+from kerasbert import layers, models, convert, tokenizers, zoo, export, data, training
 
 __all__ = ["EncoderConfig", "convert", "export", "layers", "models", "tokenizers", "zoo"]
