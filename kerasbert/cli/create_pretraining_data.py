@@ -20,29 +20,17 @@ import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 from kerasbert.data.corpus import BAD_LINE_POLICIES, FORMATS, CorpusStats, corpus_files  # noqa: E402
-from kerasbert.data.instances import OBJECTIVES  # noqa: E402
 from kerasbert.data.masking import MaskedLmMasker  # noqa: E402
 from kerasbert.data.pretraining import instance_batches  # noqa: E402
 from kerasbert.data.tfrecords import (completed_shards, serialize_instances, shard_paths,  # noqa: E402
                                       write_tfrecord)
-from kerasbert.tokenizers.vocabulary_files import load_tokenizer  # noqa: E402
+from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("input_file", None, "Input text files or globs (plain or gzip), comma-separated.",
                   required=True)
 flags.DEFINE_string("output_file", None, "Output TFRecord file; with --num_shards > 1, shards "
                     "named <stem>-00000-of-N<suffix>.", required=True)
-flags.DEFINE_string("vocab_file", None, "vocab.txt (WordPiece), *.model (SentencePiece) or "
-                    "vocab.json (byte-level BPE, with --merges_file).")
-flags.DEFINE_string("merges_file", None, "merges.txt, for a byte-level BPE --vocab_file.")
-flags.DEFINE_string("tokenizer_dir", None, "A Hugging Face tokenizer directory, instead of "
-                    "--vocab_file.")
-flags.DEFINE_boolean("do_lower_case", True, "Lower-case the text (WordPiece and SentencePiece).")
-flags.DEFINE_enum("objective", "nsp", OBJECTIVES, "Instances: nsp (BERT), sop (ALBERT), "
-                  "full_sentences / doc_sentences (RoBERTa), electra.")
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per instance, special tokens included.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Most masked tokens per instance.")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of the tokens to mask.")
 flags.DEFINE_integer("dupe_factor", 10, "Copies of the data, each with its own instances and masks.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Chance of a shorter target length (nsp, sop).")
 flags.DEFINE_boolean("do_whole_word_mask", False, "Mask whole words only.")
@@ -61,16 +49,13 @@ flags.DEFINE_integer("window_size", 64, "Documents processed together (random ne
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    if (FLAGS.vocab_file is None) == (FLAGS.tokenizer_dir is None):
-        raise app.UsageError("Give exactly one of --vocab_file and --tokenizer_dir")
     if FLAGS.num_shards < 1 or FLAGS.dupe_factor < 1:
         raise app.UsageError("--num_shards and --dupe_factor must be at least 1")
     started = time.time()
     files = corpus_files(FLAGS.input_file)
     if not files:
         raise app.UsageError(f"--input_file matched only empty files: {FLAGS.input_file}")
-    tokenizer = load_tokenizer(vocab_file=FLAGS.vocab_file, merges_file=FLAGS.merges_file,
-                               tokenizer_dir=FLAGS.tokenizer_dir, lowercase=FLAGS.do_lower_case)
+    tokenizer = tokenizer_from_flags("--input_file")
     masker = MaskedLmMasker.for_tokenizer(
         tokenizer, masked_lm_prob=FLAGS.masked_lm_prob,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,

@@ -21,13 +21,12 @@ from absl import app, flags, logging  # noqa: E402
 from kerasbert import zoo  # noqa: E402
 from kerasbert.config import EncoderConfig  # noqa: E402
 from kerasbert.convert import from_hf  # noqa: E402
-from kerasbert.data.instances import OBJECTIVES  # noqa: E402
 from kerasbert.data.pretraining import pretraining_dataset  # noqa: E402
 from kerasbert.data.tfrecords import read_pretraining_records  # noqa: E402
 from kerasbert.models.electra import ElectraPretrainer, generator_config  # noqa: E402
 from kerasbert.models.pretraining import PretrainingModel  # noqa: E402
 from kerasbert.models.encoder import build_encoder  # noqa: E402
-from kerasbert.tokenizers.vocabulary_files import load_tokenizer  # noqa: E402
+from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
 from kerasbert.training.distribute import STRATEGIES, get_strategy, strategy_summary  # noqa: E402
 from kerasbert.training.loop import NonFiniteLossError, model_variables, train  # noqa: E402
 from kerasbert.training.optimizers import create_optimizer  # noqa: E402
@@ -39,21 +38,10 @@ flags.DEFINE_list("config_overrides", [], "EncoderConfig fields to change, e.g. 
 flags.DEFINE_list("input_files", None, "Pretraining TFRecords (globs), as "
                   "kerasbert-create-pretraining-data or Google's script writes them.")
 flags.DEFINE_list("text_files", None, "Text files (globs) to make instances from on the fly.")
-flags.DEFINE_string("vocab_file", None, "Tokenizer vocabulary for --text_files (see "
-                    "kerasbert-create-pretraining-data).")
-flags.DEFINE_string("merges_file", None, "merges.txt for a byte-level BPE --vocab_file.")
-flags.DEFINE_string("tokenizer_dir", None, "A Hugging Face tokenizer directory instead.")
-flags.DEFINE_boolean("do_lower_case", True, "Lower-case the text (WordPiece, SentencePiece).")
-flags.DEFINE_enum("objective", "nsp", OBJECTIVES,
-                  "Instances and heads: nsp (MLM+NSP), sop (MLM+SOP), full_sentences / "
-                  "doc_sentences (MLM), electra (generator + replaced-token detection).")
 flags.DEFINE_float("generator_ratio", 0.25, "ELECTRA: generator hidden size / discriminator's.")
 flags.DEFINE_string("model_dir", None, "Checkpoints and TensorBoard logs.", required=True)
 flags.DEFINE_integer("train_steps", None, "Total training steps.", required=True)
 flags.DEFINE_integer("batch_size", 32, "Global batch size.")
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per instance.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked tokens per instance.")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of tokens to mask (text input).")
 flags.DEFINE_boolean("whole_word_masking", False, "Mask whole words (text input).")
 flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
 flags.DEFINE_integer("warmup_steps", 0, "Steps of linear warmup.")
@@ -88,10 +76,7 @@ def main(argv):
     keras.mixed_precision.set_dtype_policy(FLAGS.mixed_precision)
     tokenizer = None
     if FLAGS.text_files is not None:
-        if (FLAGS.vocab_file is None) == (FLAGS.tokenizer_dir is None):
-            raise app.UsageError("--text_files needs exactly one of --vocab_file and --tokenizer_dir")
-        tokenizer = load_tokenizer(FLAGS.vocab_file, FLAGS.merges_file, FLAGS.tokenizer_dir,
-                                   lowercase=FLAGS.do_lower_case)
+        tokenizer = tokenizer_from_flags("--text_files")
     config = _config(tokenizer)
     print(f"{strategy_summary(strategy)}; {FLAGS.model} ({_describe(config)})")
     with strategy.scope():
