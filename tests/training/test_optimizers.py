@@ -8,7 +8,8 @@ import tensorflow as tf
 
 from kerasbert import models, zoo
 from kerasbert.models import INPUT_NAMES
-from kerasbert.training import NO_DECAY_PATTERNS, AdamW, Lamb, WarmupDecay, create_optimizer
+from kerasbert.training.distribute import get_strategy
+from kerasbert.training import NO_DECAY_PATTERNS, Adam, AdamW, Lamb, WarmupDecay, create_optimizer
 
 SEQ_LENGTH, VOCAB_SIZE = 8, 64
 
@@ -133,7 +134,7 @@ def test_create_optimizer_arguments_reach_the_keras_optimizer():
         "peak_learning_rate": 2e-3, "warmup_steps": 10, "decay_steps": 20,
         "end_learning_rate": 0.0, "power": 1.0}
     adam = create_optimizer("adam", num_train_steps=10)
-    assert type(adam) is keras.optimizers.Adam and adam.weight_decay is None
+    assert type(adam) is Adam and adam.weight_decay is None
 
 
 def is_layer_norm_or_bias(path):
@@ -190,6 +191,124 @@ def test_weight_decay_exclusions_hold_for_every_replica_of_a_mirrored_model():
         assert "replica_1" in second_copy.name
         for replica_copy in (first_copy, second_copy):
             np.testing.assert_allclose(replica_copy.numpy(), expected, rtol=1e-6, err_msg=replica_copy.name)
+
+
+# --- the fused Adam step ------------------------------------------------------------------
+
+def keras_adamw(**kwargs):
+    """Stock `keras.optimizers.AdamW` with the same exclusions as kerasbert's."""
+    optimizer = keras.optimizers.AdamW(**kwargs)
+    optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_PATTERNS))
+    return optimizer
+
+
+def real_gradients(steps=3):
+    """Gradients of a real loss of a tiny encoder for `steps` different batches, at its
+    initial weights; the token embedding's is an `IndexedSlices` with repeated token ids."""
+    keras.utils.set_random_seed(7)
+    model = tiny_encoder()
+    steps_gradients = []
+    for seed in range(steps):
+        with tf.GradientTape() as tape:
+            outputs = model(encoder_inputs(4, seed=10 + seed))
+            loss = tf.reduce_mean(tf.square(outputs["sequence_output"] - 0.5)) + tf.reduce_mean(
+                outputs["pooled_output"])
+        steps_gradients.append(tape.gradient(loss, model.trainable_variables))
+    return steps_gradients
+
+
+def weights_after_steps(make_optimizer, strategy, jit_compile, steps_gradients, densify=False):
+    """A tiny encoder's weights after one update per gradient set, every replica applying the
+    same gradients (summed over replicas by the optimizer); `densify` turns `IndexedSlices`
+    into dense tensors first."""
+    keras.utils.set_random_seed(7)
+    with strategy.scope():
+        model = tiny_encoder()
+        optimizer = make_optimizer()
+        optimizer.build(model.trainable_variables)
+
+    def step(parts):
+        # A loss linear in the weights whose gradient is exactly the given one: sum(w * g), or
+        # sum(gather(w, indices) * values) for an `IndexedSlices`, which the tape returns as such.
+        variables = model.trainable_variables
+        with tf.GradientTape() as tape:
+            loss = tf.add_n([
+                tf.reduce_sum(tf.gather(variable.value, part[1]) * part[0]) if len(part) == 3
+                else tf.reduce_sum(variable.value * part[0])
+                for variable, part in zip(variables, parts)])
+        gradients = tape.gradient(loss, variables)
+        if densify:
+            gradients = [tf.convert_to_tensor(gradient) for gradient in gradients]
+        optimizer.apply(gradients, variables)
+
+    train_step = tf.function(lambda parts: strategy.run(step, args=(parts,)),
+                             jit_compile=jit_compile)
+    for gradients in steps_gradients:
+        train_step([(g.values, g.indices, g.dense_shape) if isinstance(g, tf.IndexedSlices)
+                    else (g,) for g in gradients])
+    return {v.path: v.numpy() for v in model.trainable_variables}, int(optimizer.iterations.numpy())
+
+
+@pytest.mark.parametrize("strategy_name, jit_compile", [
+    ("default", False), ("default", True), ("mirrored", False)])
+@pytest.mark.parametrize("ours, theirs", [
+    (lambda: AdamW(learning_rate=0.01, weight_decay=0.1, epsilon=1e-6),
+     lambda: keras_adamw(learning_rate=0.01, weight_decay=0.1, epsilon=1e-6)),
+    (lambda: Adam(learning_rate=0.01, beta_1=0.8, beta_2=0.99),
+     lambda: keras.optimizers.Adam(learning_rate=0.01, beta_1=0.8, beta_2=0.99)),
+], ids=["adamw", "adam"])
+def test_fused_adam_step_equals_keras_adam(ours, theirs, strategy_name, jit_compile):
+    """Equal to Keras' step on the summed (dense) gradient. Keras' own step on an
+    `IndexedSlices` with repeated indices differs: it squares each slice for the second
+    moment instead of the summed gradient (see the next test)."""
+    # get_strategy: plain MirroredStrategy objects made one after another in a process reuse
+    # collective instance keys (see kerasbert.training.distribute).
+    strategy = (get_strategy("mirrored", devices=["/cpu:0", "/cpu:1"])
+                if strategy_name == "mirrored" else tf.distribute.get_strategy())
+    steps_gradients = real_gradients()
+    assert isinstance(steps_gradients[0][0], tf.IndexedSlices)
+    fused, fused_steps = weights_after_steps(ours, strategy, jit_compile, steps_gradients)
+    reference, reference_steps = weights_after_steps(theirs, strategy, jit_compile,
+                                                     steps_gradients, densify=True)
+    keras.utils.set_random_seed(7)
+    initial = {v.path: v.numpy() for v in tiny_encoder().trainable_variables}
+    assert fused_steps == reference_steps == 3
+    for path, want in reference.items():
+        if not path.endswith("key/bias"):  # its gradient is 0: softmax ignores a shift
+            assert np.max(np.abs(want - initial[path])) > 1e-3, path
+        # Float32 rounding only: a step of ~lr = 0.01 agrees to 1e-4 of itself.
+        np.testing.assert_allclose(fused[path], want, rtol=0, atol=1e-6, err_msg=path)
+
+
+def test_fused_adam_sums_repeated_rows_of_a_sparse_gradient():
+    """Row 0 appears twice in the first `IndexedSlices`: Adam must see its summed gradient 2
+    (first step -lr, as for any gradient), not two gradients of 1."""
+    def train(optimizer, densify):
+        weight = keras.Variable(np.ones((4, 2), "float32"))
+        for indices in ([0, 0, 1], [2]):
+            gradient = tf.IndexedSlices(tf.ones([len(indices), 2]), tf.constant(indices),
+                                        tf.constant([4, 2]))
+            optimizer.apply([tf.convert_to_tensor(gradient) if densify else gradient], [weight])
+        return weight.numpy()
+
+    fused = train(Adam(learning_rate=0.1), densify=False)
+    np.testing.assert_allclose(fused, train(keras.optimizers.Adam(learning_rate=0.1), True),
+                               rtol=1e-5)
+    # Rows 0 and 1 had gradients 2 then 0 and 1 then 0: Adam's steps do not depend on the
+    # gradient's scale, so they end up equal.
+    np.testing.assert_allclose(fused[0], fused[1], rtol=1e-5)
+
+
+def test_amsgrad_keeps_keras_step():
+    weight = keras.Variable(np.ones(2, "float32"))
+    optimizer = Adam(learning_rate=0.1, amsgrad=True)
+    for gradient in ([1.0, -2.0], [0.1, 0.1]):
+        optimizer.apply([np.array(gradient, "float32")], [weight])
+    reference_weight = keras.Variable(np.ones(2, "float32"))
+    reference = keras.optimizers.Adam(learning_rate=0.1, amsgrad=True)
+    for gradient in ([1.0, -2.0], [0.1, 0.1]):
+        reference.apply([np.array(gradient, "float32")], [reference_weight])
+    np.testing.assert_array_equal(weight.numpy(), reference_weight.numpy())
 
 
 # --- clipping and accumulation -------------------------------------------------------------
