@@ -18,7 +18,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     """Scaled dot-product self-attention over `num_heads` heads plus the output projection.
 
     Padding keys get a large negative bias, so they receive zero weight. The
-    softmax runs in float32 under mixed precision.
+    softmax runs in float32 under mixed precision. With `queries`
+    (`[batch, n, hidden]`, e.g. the rows of `inputs` at some positions) only
+    those rows attend, to all of `inputs`: the output is `[batch, n, hidden]`,
+    equal to those rows of the full output.
 
     Example:
     >>> import numpy as np
@@ -64,9 +67,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
-    def call(self, inputs, padding_mask, training=None):
+    def call(self, inputs, padding_mask, queries=None, training=None):
         scale = 1.0 / math.sqrt(self.head_size)
-        query = self._split_heads(self.query(inputs) * ops.cast(scale, self.compute_dtype))
+        queries = inputs if queries is None else queries
+        query = self._split_heads(self.query(queries) * ops.cast(scale, self.compute_dtype))
         key = self._split_heads(self.key(inputs))
         value = self._split_heads(self.value(inputs))
 
@@ -83,8 +87,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         context = ops.reshape(context, (batch, seq, self.hidden_size))
         return self.output_dense(context)
 
-    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
-        return tuple(inputs_shape)
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None, queries_shape=None):
+        return tuple(inputs_shape if queries_shape is None else queries_shape)
 
     def get_config(self):
         config = super().get_config()

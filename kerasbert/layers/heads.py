@@ -5,6 +5,13 @@ import keras
 from kerasbert.layers.activations import get_activation
 
 
+def gather_positions(sequence, positions):
+    """The rows of `sequence` `[batch, seq, hidden]` at `positions` `[batch, n]` ->
+    `[batch, n, hidden]`."""
+    return keras.ops.take_along_axis(
+        sequence, keras.ops.expand_dims(keras.ops.cast(positions, "int32"), -1), axis=1)
+
+
 def _initializer(stddev):
     return keras.initializers.TruncatedNormal(stddev=stddev)
 
@@ -19,7 +26,8 @@ class MaskedLMHead(keras.layers.Layer):
     generator `predictions` (whose `dense` maps to the embedding size).
 
     Call with `(sequence_output [batch, seq, hidden], positions [batch, predictions])`;
-    returns float logits `[batch, predictions, vocab]`.
+    returns float logits `[batch, predictions, vocab]`. Without `positions`,
+    `sequence_output` holds only the rows to predict, already gathered.
 
     Example:
     >>> import numpy as np
@@ -51,16 +59,17 @@ class MaskedLMHead(keras.layers.Layer):
                                     initializer="zeros")
         self.built = True
 
-    def call(self, sequence_output, positions):
-        gathered = keras.ops.take_along_axis(
-            sequence_output, keras.ops.expand_dims(keras.ops.cast(positions, "int32"), -1), axis=1)
+    def call(self, sequence_output, positions=None):
+        gathered = sequence_output if positions is None else gather_positions(
+            sequence_output, positions)
         hidden = self.layer_norm(self.activation(self.dense(gathered)))
         embeddings = keras.ops.cast(self.token_embedding.embeddings, hidden.dtype)
         logits = keras.ops.matmul(hidden, keras.ops.transpose(embeddings))
         return logits + keras.ops.cast(self.bias, logits.dtype)
 
-    def compute_output_shape(self, sequence_output_shape, positions_shape):
-        return (sequence_output_shape[0], positions_shape[1], self.token_embedding.input_dim)
+    def compute_output_shape(self, sequence_output_shape, positions_shape=None):
+        predictions = (sequence_output_shape if positions_shape is None else positions_shape)[1]
+        return (sequence_output_shape[0], predictions, self.token_embedding.input_dim)
 
     def get_config(self):
         config = super().get_config()

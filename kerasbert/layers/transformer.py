@@ -13,6 +13,11 @@ class TransformerLayer(keras.layers.Layer):
     `x = LN(x + dropout(attention(x)))`, then
     `x = LN(x + dropout(W2 act(W1 x)))`, as in the original BERT.
 
+    With `queries` (`[batch, n, hidden]`: rows of `inputs`, e.g. gathered at
+    the positions a pretraining head reads) the block computes only those
+    rows, attending to all of `inputs`; the result equals the same rows of
+    the full output, for about n / seq of the feed-forward work.
+
     Example:
     >>> import numpy as np
     >>> block = TransformerLayer(num_heads=2, hidden_size=8, intermediate_size=16)
@@ -71,16 +76,17 @@ class TransformerLayer(keras.layers.Layer):
         self.output_layer_norm.build(inputs_shape)
         self.built = True
 
-    def call(self, inputs, padding_mask, training=None):
-        attended = self.attention(inputs, padding_mask, training=training)
+    def call(self, inputs, padding_mask, queries=None, training=None):
+        queries = inputs if queries is None else queries
+        attended = self.attention(inputs, padding_mask, queries=queries, training=training)
         attended = self.attention_output_dropout(attended, training=training)
-        hidden = self.attention_layer_norm(inputs + attended)
+        hidden = self.attention_layer_norm(queries + attended)
         feed_forward = self.output_dense(self.activation(self.intermediate(hidden)))
         feed_forward = self.output_dropout(feed_forward, training=training)
         return self.output_layer_norm(hidden + feed_forward)
 
-    def compute_output_shape(self, inputs_shape, padding_mask_shape=None):
-        return tuple(inputs_shape)
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None, queries_shape=None):
+        return tuple(inputs_shape if queries_shape is None else queries_shape)
 
     def get_config(self):
         config = super().get_config()

@@ -6,6 +6,7 @@ import keras
 
 from kerasbert.config import EncoderConfig
 from kerasbert.layers import Embeddings, Pooler, TransformerLayer
+from kerasbert.layers.heads import gather_positions
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 
@@ -113,6 +114,44 @@ class Encoder(keras.Model):
         self.pooler = pooler
         if dtype is not None:
             self.dtype_policy = keras.dtype_policies.get(dtype)
+
+    def outputs_at_positions(self, inputs, positions):
+        """The encoder's outputs where pretraining heads read them, computing no more.
+
+        Every layer but the last runs on the whole sequence; the last one only
+        for the first token and `positions` (`[batch, n]`), attending to all
+        tokens. Returns `sequence_output` at `positions` (`[batch, n, hidden]`,
+        equal to `gather(outputs["sequence_output"], positions)`) and, with a
+        pooler, `pooled_output`. Works on symbolic inputs too, for building
+        functional models on top of the encoder's layers.
+
+        Example:
+        >>> import numpy as np
+        >>> from kerasbert import EncoderConfig
+        >>> encoder = build_encoder(EncoderConfig(family="bert", vocab_size=100, hidden_size=32,
+        ...                                       num_layers=2, num_heads=2, intermediate_size=64))
+        >>> ids = np.array([[2, 7, 9, 3, 0]], dtype="int32")
+        >>> inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids),
+        ...           "padding_mask": (ids != 0).astype("int32")}
+        >>> full = encoder(inputs)["sequence_output"]
+        >>> at = encoder.outputs_at_positions(inputs, np.array([[3, 1]], "int32"))
+        >>> bool(np.allclose(at["sequence_output"][0], np.asarray(full)[0, [3, 1]], atol=1e-5))
+        True
+        """
+        hidden = self.embeddings(inputs["token_ids"], inputs["segment_ids"])
+        *first_layers, last_layer = [self.transformer_layers[index]
+                                     for index in self.config.layer_schedule]
+        for layer in first_layers:
+            hidden = layer(hidden, inputs["padding_mask"])
+        positions = keras.ops.cast(positions, "int32")
+        first_token = keras.ops.zeros_like(keras.ops.cast(inputs["token_ids"][:, :1], "int32"))
+        read = keras.ops.concatenate([first_token, positions], axis=1)
+        selected = last_layer(hidden, inputs["padding_mask"],
+                              queries=gather_positions(hidden, read))
+        outputs = {"sequence_output": selected[:, 1:]}
+        if self.pooler is not None:
+            outputs["pooled_output"] = self.pooler(selected)
+        return outputs
 
     @property
     def token_embedding(self):

@@ -28,6 +28,11 @@ class PretrainingModel(keras.Model):
     tied to the encoder's token embedding), `nsp_logits` / `sop_logits`
     `[batch, 2]` (on the pooled output), `rtd_logits` `[batch, seq]`.
 
+    Without an `rtd` head the model is built on the encoder's layers with
+    `Encoder.outputs_at_positions`: the last transformer layer runs only for
+    [CLS] and the masked positions (the same logits, less work; the encoder
+    stays `model.encoder`, sharing every weight).
+
     Args:
         encoder: a `kerasbert.models.Encoder`.
         heads: some of `HEADS`; `nsp` and `sop` need an encoder with a pooler.
@@ -80,11 +85,19 @@ class PretrainingModel(keras.Model):
         if "mlm" in heads:
             inputs["masked_lm_positions"] = keras.Input(
                 shape=(None,), dtype="int32", name="masked_lm_positions")
-        encoded = encoder({name: inputs[name] for name in INPUT_NAMES})
+        encoder_inputs = {name: inputs[name] for name in INPUT_NAMES}
+        if "rtd" in heads:
+            encoded = encoder(encoder_inputs)
+        else:
+            # Heads that read only [CLS] and the masked positions: the last layer runs there.
+            positions = (inputs["masked_lm_positions"] if "mlm" in heads else
+                         keras.ops.zeros_like(inputs["token_ids"][:, :0]))
+            encoded = encoder.outputs_at_positions(encoder_inputs, positions)
         outputs = {}
         if "mlm" in heads:
-            outputs["mlm_logits"] = layers["mlm"](encoded["sequence_output"],
-                                                  inputs["masked_lm_positions"])
+            outputs["mlm_logits"] = layers["mlm"](
+                encoded["sequence_output"],
+                inputs["masked_lm_positions"] if "rtd" in heads else None)
         for head in ("nsp", "sop"):
             if head in heads:
                 outputs[f"{head}_logits"] = layers[head](dropout(encoded["pooled_output"]))

@@ -87,3 +87,50 @@ def test_head_sets_that_cannot_work_are_refused(tokenizer):
         PretrainingModel(encoder, heads=("mlm", "xyz"))
     with pytest.raises(TypeError, match="Encoder"):
         PretrainingModel(keras.Sequential([keras.layers.Dense(2)]), heads=("mlm",))
+
+
+@pytest.mark.parametrize("family, heads", [
+    ("bert", ("mlm", "nsp")), ("bert", ("mlm",)), ("bert", ("nsp",)), ("albert", ("mlm", "sop"))])
+def test_last_layer_runs_only_where_heads_read_with_equal_logits_and_gradients(
+        tokenizer, batch, family, heads):
+    """The model computes its last layer at [CLS] and the masked positions only; logits and
+    every weight's gradient equal those of the heads on the full encoder output."""
+    config = kerasbert.zoo.get_config("bert_tiny_uncased").replace(
+        family=family, vocab_size=tokenizer.vocabulary_size(), num_layers=2, hidden_size=32,
+        num_heads=2, intermediate_size=64, max_positions=MAX_LENGTH)
+    model = build_pretraining_model(config, heads)
+    inputs = {name: batch[name].copy() for name in model._input_names}
+    # Padding in the first row, read positions only before it.
+    inputs["padding_mask"][0, 20:] = inputs["token_ids"][0, 20:] = 0
+    if "mlm" in heads:
+        inputs["masked_lm_positions"][0] %= 20
+
+    def full_encoder_outputs():
+        encoded = model.encoder({name: inputs[name] for name in kerasbert.models.INPUT_NAMES})
+        outputs = {}
+        if "mlm" in heads:
+            outputs["mlm_logits"] = model.head_layers["mlm"](encoded["sequence_output"],
+                                                             inputs["masked_lm_positions"])
+        for head in ("nsp", "sop"):
+            if head in heads:
+                outputs[f"{head}_logits"] = model.head_layers[head](encoded["pooled_output"])
+        return outputs
+
+    results = []
+    for forward in (lambda: model(inputs), full_encoder_outputs):
+        with tf.GradientTape() as tape:
+            outputs = forward()
+            loss = sum(tf.reduce_sum(tf.sin(logits)) for logits in outputs.values())
+        gradients = tape.gradient(loss, model.trainable_variables)
+        results.append(({name: value.numpy() for name, value in outputs.items()},
+                        [None if gradient is None else tf.convert_to_tensor(gradient).numpy()
+                         for gradient in gradients]))
+    (outputs, gradients), (want_outputs, want_gradients) = results
+    assert sorted(outputs) == sorted(f"{head}_logits" for head in heads)
+    for name, want in want_outputs.items():
+        np.testing.assert_allclose(outputs[name], want, atol=2e-5, err_msg=name)
+    for variable, gradient, want in zip(model.trainable_variables, gradients, want_gradients):
+        if want is None:  # the pooler of a model without a sentence head
+            assert gradient is None and "pooler" in variable.path, variable.path
+            continue
+        np.testing.assert_allclose(gradient, want, rtol=1e-4, atol=2e-5, err_msg=variable.path)
