@@ -15,7 +15,7 @@ itself (`auto_scale_loss=True`, decided by the *model's* dtype policy), and
 `AdamW` and `Adam` here compute Keras' Adam step exactly, but as one fused
 `ResourceApplyAdam` kernel per variable instead of about ten separate
 element-wise passes over the weights and both moments: on a CPU this makes
-BERT-base's weight update about 3x faster (see `FusedAdamStep`).
+BERT-base's weight update about 3x faster (see `_FusedAdamStep`).
 """
 
 import keras
@@ -49,7 +49,7 @@ class _ExcludesNormsAndBiasesFromDecay:
         return {**super().get_config(), "no_decay_patterns": list(self.no_decay_patterns)}
 
 
-class FusedAdamStep:
+class _FusedAdamStep:
     """Keras' Adam update of one variable as a single `tf.raw_ops.ResourceApplyAdam` kernel.
 
     The kernel computes what `keras.optimizers.Adam.update_step` does, with the
@@ -84,8 +84,8 @@ class FusedAdamStep:
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class Adam(FusedAdamStep, keras.optimizers.Adam):
-    """`keras.optimizers.Adam` with the fused update of `FusedAdamStep`; same arguments.
+class Adam(_FusedAdamStep, keras.optimizers.Adam):
+    """`keras.optimizers.Adam` with the fused update of `_FusedAdamStep`; same arguments.
 
     Example:
     >>> import numpy as np
@@ -98,12 +98,12 @@ class Adam(FusedAdamStep, keras.optimizers.Adam):
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class AdamW(_ExcludesNormsAndBiasesFromDecay, FusedAdamStep, keras.optimizers.AdamW):
+class AdamW(_ExcludesNormsAndBiasesFromDecay, _FusedAdamStep, keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` without decay on variables matching `no_decay_patterns`.
 
     Takes `keras.optimizers.AdamW`'s arguments plus `no_decay_patterns`
     (regular expressions, default `NO_DECAY_PATTERNS`), which `get_config` keeps.
-    The Adam step is fused (`FusedAdamStep`).
+    The Adam step is fused (`_FusedAdamStep`).
 
     Example:
     >>> optimizer = AdamW(learning_rate=1e-3, weight_decay=0.01)
