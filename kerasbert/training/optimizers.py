@@ -12,10 +12,13 @@ Mixed precision needs nothing here: under the `"mixed_float16"` policy
 itself (`auto_scale_loss=True`, decided by the *model's* dtype policy), and
 `"mixed_bfloat16"` needs no loss scaling. XLA is `model.compile(jit_compile=True)`.
 
-`AdamW` and `Adam` here compute Keras' Adam step exactly, but as one fused
+`AdamW` and `Adam` here compute Keras' Adam step, but as one fused
 `ResourceApplyAdam` kernel per variable instead of about ten separate
 element-wise passes over the weights and both moments: on a CPU this makes
-BERT-base's weight update about 3x faster (see `_FusedAdamStep`).
+BERT-base's weight update about 3x faster (see `_FusedAdamStep`). A sparse
+gradient (`IndexedSlices`, from an embedding lookup) is summed into a dense
+one first, so a row looked up twice gets Adam's step for its summed gradient;
+Keras' own step squares each slice separately there.
 """
 
 import keras
