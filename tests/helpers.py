@@ -2,7 +2,10 @@
 
 import numpy as np
 
+import kerasbert.data.demo
+import kerasbert.zoo
 from kerasbert import EncoderConfig
+from kerasbert.data import pretraining_dataset
 
 _SMALL = dict(vocab_size=120, hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
               max_positions=64)
@@ -86,3 +89,18 @@ def hf_outputs(model, inputs):
             attention_mask=torch.tensor(inputs["padding_mask"], dtype=torch.long),
             output_hidden_states=True,
         )
+
+
+def demo_wordpiece_tokenizer():
+    """BERT's WordPiece tokenizer over the demo vocabulary that ships with kerasbert."""
+    return kerasbert.zoo.build_tokenizer("bert_tiny_uncased",
+                                         kerasbert.data.demo.vocabulary_dir("wordpiece"))
+
+
+def first_pretraining_batch(tokenizer, objective, max_seq_length, max_predictions_per_seq):
+    """The first batch (8 instances) of the demo corpus's pretraining pipeline, as numpy."""
+    dataset = pretraining_dataset(kerasbert.data.demo.pretraining_corpus_files(), tokenizer,
+                                  objective=objective, batch_size=8, max_seq_length=max_seq_length,
+                                  max_predictions_per_seq=max_predictions_per_seq,
+                                  shuffle_buffer=50)
+    return {name: value.numpy() for name, value in next(iter(dataset)).items()}

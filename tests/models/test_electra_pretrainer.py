@@ -10,22 +10,19 @@ import kerasbert
 import kerasbert.data.demo
 from kerasbert.data import pretraining_dataset
 from kerasbert.models.electra import ElectraPretrainer, generator_config
+from tests.helpers import demo_wordpiece_tokenizer, first_pretraining_batch
 
 MAX_LENGTH, PREDICTIONS = 32, 5
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return kerasbert.zoo.build_tokenizer("bert_tiny_uncased",
-                                         kerasbert.data.demo.vocabulary_dir("wordpiece"))
+    return demo_wordpiece_tokenizer()
 
 
 @pytest.fixture(scope="module")
 def batch(tokenizer):
-    dataset = pretraining_dataset(kerasbert.data.demo.pretraining_corpus_files(), tokenizer,
-                                  objective="electra", batch_size=8, max_seq_length=MAX_LENGTH,
-                                  max_predictions_per_seq=PREDICTIONS, shuffle_buffer=50)
-    return {name: value.numpy() for name, value in next(iter(dataset)).items()}
+    return first_pretraining_batch(tokenizer, "electra", MAX_LENGTH, PREDICTIONS)
 
 
 def _model(tokenizer, seed=3):

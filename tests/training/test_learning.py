@@ -24,6 +24,7 @@ import kerasbert.data.demo
 from kerasbert.data import pretraining_dataset
 from kerasbert.models.electra import ElectraPretrainer, generator_config
 from kerasbert.training import create_optimizer
+from tests.helpers import demo_wordpiece_tokenizer
 
 pytestmark = pytest.mark.slow
 
@@ -38,8 +39,7 @@ SEED = 0
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return kerasbert.zoo.build_tokenizer("bert_tiny_uncased",
-                                         kerasbert.data.demo.vocabulary_dir("wordpiece"))
+    return demo_wordpiece_tokenizer()
 
 
 def _files():
