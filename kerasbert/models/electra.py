@@ -11,6 +11,7 @@ from kerasbert.config import EncoderConfig
 from kerasbert.layers.heads import MaskedLMHead, ReplacedTokenHead
 from kerasbert.layers.replaced_tokens import ReplacedTokenSampler
 from kerasbert.models.encoder import INPUT_NAMES, Encoder
+from kerasbert.models.pretraining import restore_compile
 
 LABEL_NAMES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
 
@@ -122,11 +123,7 @@ class ElectraPretrainer(keras.Model):
         super().compile(optimizer=optimizer, **kwargs)
 
     def compile_from_config(self, config):
-        # Keras does not restore the compile state of a model with its own `compile`; the
-        # stored arguments are ones this `compile` accepts.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
+        restore_compile(self, config)
 
     def _inputs_only(self, data):
         """A pretraining batch without the keys the model does not take (NSP labels)."""
@@ -163,11 +160,10 @@ class ElectraPretrainer(keras.Model):
 
     @property
     def metrics(self):
-        return [self._loss_tracker, self.mlm_loss_tracker, self.mlm_accuracy,
-                self.rtd_loss_tracker, self.rtd_accuracy, self.rtd_precision,
-                self.rtd_recall] if getattr(self, "_loss_tracker", None) is not None else [
-            self.mlm_loss_tracker, self.mlm_accuracy, self.rtd_loss_tracker,
-            self.rtd_accuracy, self.rtd_precision, self.rtd_recall]
+        own = [self.mlm_loss_tracker, self.mlm_accuracy, self.rtd_loss_tracker,
+               self.rtd_accuracy, self.rtd_precision, self.rtd_recall]
+        total = getattr(self, "_loss_tracker", None)  # Keras' total loss, once compiled
+        return own if total is None else [total, *own]
 
     def _pretraining_losses(self, x, y_pred):
         weights = ops.cast(x["masked_lm_weights"], "float32")

@@ -18,6 +18,14 @@ def default_mlm_activation(config):
     return "gelu" if config.family in ("roberta", "electra") else config.hidden_activation
 
 
+def restore_compile(model, config):
+    """`compile_from_config` for a model with its own `compile`, which Keras does not restore
+    on load: the stored arguments are ones that `compile` accepts."""
+    model.compile(**keras.saving.deserialize_keras_object(config))
+    if model.built:
+        model.optimizer.build(model.trainable_variables)
+
+
 @keras.saving.register_keras_serializable(package="kerasbert")
 class PretrainingModel(keras.Model):
     """An encoder with pretraining heads.
@@ -143,11 +151,7 @@ class PretrainingModel(keras.Model):
                         weighted_metrics=weighted_metrics, **kwargs)
 
     def compile_from_config(self, config):
-        # Keras does not restore the compile state of a model with its own `compile`; the
-        # stored arguments are ones this `compile` accepts.
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
+        restore_compile(self, config)
 
     def split_batch(self, batch):
         """A pretraining batch dict -> `(inputs, labels, sample_weights)` for Keras.
