@@ -36,6 +36,9 @@ setup(
         "numpy>=1.26",
         "safetensors>=0.4",
         "sentencepiece>=0.2",
+        "scikit-learn>=1.3",
+        "scipy>=1.11",
+        "seqeval>=1.2.2",
     ],
     extras_require={
         "test": [
@@ -51,6 +54,7 @@ setup(
             "kerasbert-vocab=kerasbert.cli.vocab:run",
             "kerasbert-create-pretraining-data=kerasbert.cli.create_pretraining_data:run",
             "kerasbert-pretrain=kerasbert.cli.pretrain:run",
+            "kerasbert-finetune=kerasbert.cli.finetune:run",
         ],
     },
 )
