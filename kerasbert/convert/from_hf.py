@@ -3,12 +3,14 @@
 import os
 
 from kerasbert.convert.checkpoint_files import read_state_dict
-from kerasbert.convert.hf_config import BASE_MODEL_PREFIX, encoder_config_from_hf, read_hf_config
+from kerasbert.convert.hf_config import (BASE_MODEL_PREFIX, encoder_config_from_hf, read_hf_config,
+                                         task_settings_from_hf)
 from kerasbert.convert.hf_names import (IGNORED_BUFFERS, MLM_BIAS, TIED_DECODER, encoder_name_map,
-                                        head_name_map, normalize_hf_name)
+                                        head_name_map, normalize_hf_name, task_head_name_map)
 from kerasbert.convert.weights import WeightMismatchError, assign_weights
 from kerasbert.models.encoder import build_encoder
 from kerasbert.models.pretraining import PretrainingModel
+from kerasbert.models.tasks import TaskModel, needs_pooler
 
 # The bare-encoder architecture of each family.
 ENCODER_ARCHITECTURES = {
@@ -31,6 +33,20 @@ PRETRAINING_ARCHITECTURES = {
 }
 
 
+# Architectures with fine-tuning heads -> the task of the `TaskModel` they give.
+_TASK_SUFFIXES = {
+    "ForSequenceClassification": "sequence_classification",
+    "ForTokenClassification": "token_classification",
+    "ForQuestionAnswering": "question_answering",
+    "ForMultipleChoice": "multiple_choice",
+}
+TASK_ARCHITECTURES = {
+    stem + suffix: task
+    for stem in ("Bert", "Roberta", "Albert", "Electra")
+    for suffix, task in _TASK_SUFFIXES.items()
+}
+
+
 class UnsupportedArchitectureError(ValueError):
     """A checkpoint whose architecture kerasbert cannot import (yet)."""
 
@@ -45,7 +61,10 @@ def from_hf(directory, encoder_only=False):
     `PRETRAINING_ARCHITECTURES` (`BertForPreTraining`, `*ForMaskedLM`,
     `ElectraForPreTraining`, ...) give a `PretrainingModel` with those heads
     (ELECTRA's `ForMaskedLM` is the generator, `ForPreTraining` the
-    discriminator). With
+    discriminator); those of `TASK_ARCHITECTURES` (`*ForSequenceClassification`,
+    `*ForTokenClassification`, `*ForQuestionAnswering`, `*ForMultipleChoice`)
+    give a `TaskModel` with the head, its label names (`id2label`; one label is
+    regression) and its dropout. With
     `encoder_only=True`, any architecture of those families gives just its
     encoder, and its head weights are deliberately left out. A checkpoint
     without pooler weights (`*ForMaskedLM` models have none) gives an encoder
@@ -72,18 +91,25 @@ def from_hf(directory, encoder_only=False):
             f"{config.family!r}")
     is_encoder = architecture == ENCODER_ARCHITECTURES[config.family]
     heads = PRETRAINING_ARCHITECTURES.get(architecture)
-    if not (is_encoder or encoder_only or heads):
+    task = TASK_ARCHITECTURES.get(architecture)
+    if not (is_encoder or encoder_only or heads or task):
         raise UnsupportedArchitectureError(
-            f"{config_path}: architecture {architecture!r} is not importable with its head yet; "
-            f"supported: {sorted(ENCODER_ARCHITECTURES.values())} and "
-            f"{sorted(PRETRAINING_ARCHITECTURES)}. Pass encoder_only=True to import just its "
-            "encoder (the head weights are then left out).")
+            f"{config_path}: architecture {architecture!r} is not importable with its head; "
+            f"supported: {sorted(ENCODER_ARCHITECTURES.values())}, "
+            f"{sorted(PRETRAINING_ARCHITECTURES)} and {sorted(TASK_ARCHITECTURES)}. Pass "
+            "encoder_only=True to import just its encoder (the head weights are then left out).")
 
     full_state = {normalize_hf_name(name): value
                   for name, value in read_state_dict(directory).items()}
     prefix = BASE_MODEL_PREFIX[config.family]
     state = _encoder_tensors(full_state, prefix, keep_heads=is_encoder)
-    if config.use_pooler and not any(name.startswith("pooler.") for name in state):
+    if task and not encoder_only:
+        # The pooler exactly when the head reads it; a stored but unread pooler is dropped.
+        if not needs_pooler(config.family, task):
+            state = {name: value for name, value in state.items()
+                     if not name.startswith("pooler.")}
+        config = config.replace(use_pooler=needs_pooler(config.family, task))
+    elif config.use_pooler and not any(name.startswith("pooler.") for name in state):
         config = config.replace(use_pooler=False)  # e.g. *ForMaskedLM encoders have no pooler
     encoder = build_encoder(config)
     source = f"checkpoint in {directory}"
@@ -91,10 +117,16 @@ def from_hf(directory, encoder_only=False):
         assign_weights(encoder, state, encoder_name_map(config), ignored=IGNORED_BUFFERS,
                        source=source)
         return encoder
-    model = PretrainingModel(encoder, heads)
-    head_state = _untied_head_tensors(full_state, prefix, config.family, source)
     name_map = {f"{prefix}.{name}": target for name, target in encoder_name_map(config).items()}
-    name_map.update(head_name_map(config.family, heads))
+    if task:
+        model = TaskModel(encoder, task, **task_settings_from_hf(hf_config, task))
+        head_state = {name: value for name, value in full_state.items()
+                      if not name.startswith(prefix + ".")}
+        name_map.update(task_head_name_map(config.family, task))
+    else:
+        model = PretrainingModel(encoder, heads)
+        head_state = _untied_head_tensors(full_state, prefix, config.family, source)
+        name_map.update(head_name_map(config.family, heads))
     assign_weights(model, {**{f"{prefix}.{name}": value for name, value in state.items()},
                            **head_state}, name_map,
                    ignored=tuple(f"{prefix}.{name}" for name in IGNORED_BUFFERS), source=source)

@@ -69,3 +69,24 @@ def encoder_config_from_hf(hf_config, source="config.json"):
         return EncoderConfig(**values)
     except ValueError as error:
         raise HFConfigError(f"{source}: {error}") from None
+
+
+def task_settings_from_hf(hf_config, task):
+    """`build_task_model` arguments a `*For<Task>` config.json implies: `num_labels` and
+    `id2label` (from its label map; one label is regression) and the head's `dropout`."""
+    family = hf_config["model_type"]
+    if task == "multiple_choice" and family == "electra":
+        dropout = hf_config.get("summary_last_dropout", 0.1)
+    elif family == "albert":
+        dropout = hf_config.get("classifier_dropout_prob")
+    else:
+        dropout = hf_config.get("classifier_dropout")
+    if dropout is None:
+        dropout = hf_config.get("hidden_dropout_prob", 0.1)
+    settings = {"dropout": dropout}
+    if task in ("sequence_classification", "token_classification"):
+        id2label = hf_config.get("id2label") or {
+            str(index): f"LABEL_{index}" for index in range(hf_config.get("num_labels", 2))}
+        settings.update(num_labels=len(id2label),
+                        id2label={int(index): name for index, name in id2label.items()})
+    return settings

@@ -138,3 +138,28 @@ def head_name_map(family, heads):
     if "mlm" in heads:
         names[MLM_BIAS[family]] = ("mlm_head/bias", False)
     return names
+
+
+# Fine-tuning heads: `(hf_module, kerasbert_layer, kind)` rows per family and task.
+_CLASSIFIER = (("classifier", "classifier", LINEAR),)
+_CLASSIFICATION_HEAD = (("classifier.dense", "classifier_dense", LINEAR),
+                        ("classifier.out_proj", "classifier", LINEAR))
+_SPAN = (("qa_outputs", "qa_outputs", LINEAR),)
+TASK_HEAD_TABLES = {
+    ("sequence_classification", "bert"): _CLASSIFIER,
+    ("sequence_classification", "albert"): _CLASSIFIER,
+    ("sequence_classification", "roberta"): _CLASSIFICATION_HEAD,
+    ("sequence_classification", "electra"): _CLASSIFICATION_HEAD,
+    ("multiple_choice", "bert"): _CLASSIFIER,
+    ("multiple_choice", "albert"): _CLASSIFIER,
+    ("multiple_choice", "roberta"): _CLASSIFIER,
+    ("multiple_choice", "electra"): (("sequence_summary.summary", "classifier_dense", LINEAR),
+                                     ("classifier", "classifier", LINEAR)),
+    **{("token_classification", family): _CLASSIFIER for family in ENCODER_TABLES},
+    **{("question_answering", family): _SPAN for family in ENCODER_TABLES},
+}
+
+
+def task_head_name_map(family, task):
+    """`{hf_parameter_name: (kerasbert_variable_path, transpose)}` for a fine-tuning head."""
+    return expand_modules(TASK_HEAD_TABLES[(task, family)])

@@ -1,6 +1,7 @@
 """Keras layers shared by the BERT family: embeddings, attention, transformer block, pooler, heads."""
 
 from kerasbert.layers.activations import gelu_exact, gelu_tanh, get_activation
+from kerasbert.layers.choices import FoldChoices, UnfoldChoiceLogits
 from kerasbert.layers.attention import MultiHeadSelfAttention, padding_mask_to_attention_bias
 from kerasbert.layers.embeddings import Embeddings
 from kerasbert.layers.heads import MaskedLMHead, ReplacedTokenHead
@@ -10,12 +11,14 @@ from kerasbert.layers.transformer import TransformerLayer
 
 __all__ = [
     "Embeddings",
+    "FoldChoices",
     "MaskedLMHead",
     "MultiHeadSelfAttention",
     "Pooler",
     "ReplacedTokenHead",
     "ReplacedTokenSampler",
     "TransformerLayer",
+    "UnfoldChoiceLogits",
     "gelu_exact",
     "gelu_tanh",
     "get_activation",

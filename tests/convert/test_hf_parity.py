@@ -132,8 +132,8 @@ def test_encoder_only_import_of_head_checkpoints(family, model_class, tmp_path):
                                rtol=0, atol=TOLERANCE)
 
 
-def test_task_heads_not_importable_yet_point_to_encoder_only(tmp_path):
-    save_hf_model("BertForSequenceClassification", hf_config("bert"), tmp_path)
+def test_unsupported_heads_point_to_encoder_only(tmp_path):
+    save_hf_model("BertForNextSentencePrediction", hf_config("bert"), tmp_path)
     with pytest.raises(kerasbert.convert.UnsupportedArchitectureError, match="encoder_only=True"):
         kerasbert.convert.from_hf(tmp_path)
     assert isinstance(kerasbert.convert.from_hf(tmp_path, encoder_only=True),

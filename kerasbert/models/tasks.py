@@ -1,0 +1,349 @@
+"""Fine-tuning models: an encoder with a classification, tagging, span or multiple-choice head."""
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Optional
+
+import keras
+
+from kerasbert.config import EncoderConfig
+from kerasbert.layers.activations import get_activation
+from kerasbert.layers.choices import FoldChoices, UnfoldChoiceLogits
+from kerasbert.models.encoder import INPUT_NAMES, Encoder, build_encoder
+
+TASKS = ("sequence_classification", "token_classification", "question_answering",
+         "multiple_choice")
+IGNORED_LABEL = -100  # token labels that neither the loss nor the metrics count
+
+
+@dataclasses.dataclass(frozen=True)
+class SummaryHead:
+    """How a family's sequence-level head (classification, multiple choice) reads a sequence.
+
+    `source`: `"pooled_output"` (the encoder's tanh pooler) or `"first_token"`
+    (the last layer at [CLS] / `<s>`). `inner_activation`: with a name, a dense
+    layer of the hidden size and that activation comes before the output layer
+    (RoBERTa's tanh, ELECTRA's GELU). `dropout_first`: dropout on the summary
+    before the inner layer as well as after it.
+    """
+
+    source: str
+    inner_activation: Optional[str] = None
+    dropout_first: bool = True
+
+
+# Each family's heads as `transformers` defines them (modeling_<family>.py).
+SUMMARY_HEADS = {
+    ("sequence_classification", "bert"): SummaryHead("pooled_output"),
+    ("sequence_classification", "albert"): SummaryHead("pooled_output"),
+    ("sequence_classification", "roberta"): SummaryHead("first_token", "tanh"),
+    ("sequence_classification", "electra"): SummaryHead("first_token", "gelu"),
+    ("multiple_choice", "bert"): SummaryHead("pooled_output"),
+    ("multiple_choice", "albert"): SummaryHead("pooled_output"),
+    ("multiple_choice", "roberta"): SummaryHead("pooled_output"),
+    ("multiple_choice", "electra"): SummaryHead("first_token", "gelu", dropout_first=False),
+}
+
+
+def needs_pooler(family, task):
+    """Whether `task`'s head of `family` reads the encoder's pooled output."""
+    head = SUMMARY_HEADS.get((task, family))
+    return head is not None and head.source == "pooled_output"
+
+
+def _default_num_labels(task):
+    return {"question_answering": 2, "multiple_choice": 1}.get(task, 2)
+
+
+def _label_names(id2label, num_labels):
+    """`id2label` (a mapping or a list, or None) as `{int: str}` with exactly `num_labels` ids."""
+    if id2label is None:
+        return {index: f"LABEL_{index}" for index in range(num_labels)}
+    if not isinstance(id2label, Mapping):
+        id2label = dict(enumerate(id2label))
+    names = {int(index): str(name) for index, name in id2label.items()}
+    if sorted(names) != list(range(num_labels)):
+        raise ValueError(f"id2label must name the label ids 0..{num_labels - 1}, got ids "
+                         f"{sorted(names)}")
+    return names
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class TaskModel(keras.Model):
+    """An encoder with a fine-tuning head, as one functional Keras model.
+
+    Inputs: the encoder's int32 `token_ids`, `segment_ids`, `padding_mask`,
+    `[batch, seq]` (`[batch, choices, seq]` for multiple choice). Outputs, by
+    task:
+
+    - `sequence_classification`: `logits` `[batch, num_labels]` (regression
+      when `num_labels=1`);
+    - `token_classification`: `logits` `[batch, seq, num_labels]`;
+    - `question_answering`: `start_logits`, `end_logits` `[batch, seq]`;
+    - `multiple_choice`: `logits` `[batch, choices]`.
+
+    Heads follow `transformers` per family (`SUMMARY_HEADS`): BERT and ALBERT
+    classify the pooled output; RoBERTa and ELECTRA the first token through
+    dense -> tanh / GELU -> dense; multiple choice scores each choice's pooled
+    output (ELECTRA: first token, dense, GELU); tagging and spans are a dense
+    layer on every token. Outputs are float32 also under mixed precision.
+    `id2label` (label names) is part of the config and saved with the model.
+
+    The encoder must have a pooler exactly when the head reads it;
+    `build_task_model` adapts any encoder.
+
+    Batches of kerasbert's task datasets (a dict with the inputs and `labels`,
+    or `start_positions` / `end_positions`) go straight into `fit` and
+    `evaluate`; token labels of `IGNORED_LABEL` (-100) are left out of the
+    loss and accuracy.
+
+    Example:
+    >>> import numpy as np, kerasbert
+    >>> encoder = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1)
+    >>> model = TaskModel(encoder, "sequence_classification", num_labels=3,
+    ...                   id2label=["negative", "neutral", "positive"])
+    >>> ids = np.array([[2, 7, 8, 3, 0]], "int32")
+    >>> outputs = model({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+    ...                  "padding_mask": (ids != 0).astype("int32")})
+    >>> tuple(outputs["logits"].shape), model.id2label[2]
+    ((1, 3), 'positive')
+    """
+
+    def __init__(self, encoder, task, num_labels=None, id2label=None, dropout=None, **kwargs):
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+        if not isinstance(encoder, Encoder):
+            raise TypeError(f"encoder must be a kerasbert Encoder, got {type(encoder).__name__}")
+        config = encoder.config
+        if encoder.config.use_pooler != needs_pooler(config.family, task):
+            raise ValueError(
+                f"The {config.family} {task} head {'reads' if needs_pooler(config.family, task) else 'does not read'} "
+                f"the pooled output, but the encoder {'has' if config.use_pooler else 'has no'} pooler; "
+                "build_task_model adds or removes it")
+        fixed = {"question_answering": 2, "multiple_choice": 1}.get(task)
+        num_labels = num_labels if num_labels is not None else _default_num_labels(task)
+        if isinstance(num_labels, bool) or not isinstance(num_labels, int) or num_labels < 1:
+            raise ValueError(f"num_labels must be a positive integer, got {num_labels!r}")
+        if fixed is not None and num_labels != fixed:
+            raise ValueError(f"A {task} head has {fixed} output(s) per token or choice; "
+                             f"num_labels={num_labels} is not possible")
+        if task == "token_classification" and num_labels == 1:
+            raise ValueError("token_classification needs num_labels >= 2")
+        id2label = _label_names(id2label, num_labels) if fixed is None else None
+        dropout = config.dropout if dropout is None else dropout
+        if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        policy = encoder.dtype_policy
+        initializer = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+
+        # === Layers ===
+        head_dropout = keras.layers.Dropout(dropout, dtype=policy, name="head_dropout")
+        summary = SUMMARY_HEADS.get((task, config.family))
+        inner = None
+        if summary is not None and summary.inner_activation:
+            inner = keras.layers.Dense(config.hidden_size, kernel_initializer=initializer,
+                                       dtype=policy, name="classifier_dense")
+        output_layer = keras.layers.Dense(
+            num_labels, kernel_initializer=initializer, dtype=policy,
+            name="qa_outputs" if task == "question_answering" else "classifier")
+
+        # === Functional graph ===
+        choices = task == "multiple_choice"
+        inputs = {name: keras.Input(shape=(None, None) if choices else (None,), dtype="int32",
+                                    name=name) for name in INPUT_NAMES}
+        encoder_inputs = inputs
+        if choices:
+            fold = FoldChoices(name="fold_choices")
+            encoder_inputs = {name: fold(inputs[name]) for name in INPUT_NAMES}
+        encoded = encoder(encoder_inputs)
+        if summary is not None:
+            summarized = (encoded["pooled_output"] if summary.source == "pooled_output"
+                          else encoded["sequence_output"][:, 0, :])
+            if summary.dropout_first:
+                summarized = head_dropout(summarized)
+            if inner is not None:
+                summarized = head_dropout(get_activation(summary.inner_activation)(
+                    inner(summarized)))
+            logits = keras.ops.cast(output_layer(summarized), "float32")
+            if choices:
+                logits = UnfoldChoiceLogits(name="unfold_choices")(logits, inputs["token_ids"])
+            outputs = {"logits": logits}
+        elif task == "token_classification":
+            outputs = {"logits": keras.ops.cast(
+                output_layer(head_dropout(encoded["sequence_output"])), "float32")}
+        else:
+            span_logits = keras.ops.cast(output_layer(encoded["sequence_output"]), "float32")
+            outputs = {"start_logits": span_logits[..., 0], "end_logits": span_logits[..., 1]}
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.task = task
+        self.num_labels = num_labels
+        self.id2label = id2label
+        self.dropout = dropout
+
+    @property
+    def label2id(self):
+        """`{label name: id}`, the inverse of `id2label` (None for span and choice heads)."""
+        return None if self.id2label is None else {name: index for index, name in
+                                                    self.id2label.items()}
+
+    @property
+    def is_regression(self):
+        return self.task == "sequence_classification" and self.num_labels == 1
+
+    # === Training: task batches straight into `fit` ===
+
+    def compile(self, optimizer="adam", loss="auto", metrics="auto", weighted_metrics="auto",
+                **kwargs):
+        """`keras.Model.compile` with the task's loss and metric by default.
+
+        Classification and multiple choice: cross-entropy and accuracy;
+        regression: mean squared error; tagging: cross-entropy averaged over the
+        labelled tokens, and their accuracy; spans: the mean of the start and
+        end cross-entropies (as `transformers`). Pass any argument to replace
+        a default.
+        """
+        def cross_entropy(reduction="sum_over_batch_size"):
+            return keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, ignore_class=IGNORED_LABEL if
+                self.task == "token_classification" else None, reduction=reduction)
+
+        def accuracy():
+            return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+        if loss == "auto":
+            if self.task == "question_answering":
+                loss = {"start_logits": cross_entropy(), "end_logits": cross_entropy()}
+                kwargs.setdefault("loss_weights", {"start_logits": 0.5, "end_logits": 0.5})
+            elif self.is_regression:
+                loss = {"logits": keras.losses.MeanSquaredError()}
+            else:
+                loss = {"logits": cross_entropy(
+                    "mean_with_sample_weight" if self.task == "token_classification" else
+                    "sum_over_batch_size")}
+        labelled_tokens = self.task == "token_classification"
+        if weighted_metrics == "auto":
+            weighted_metrics = {"logits": accuracy()} if labelled_tokens else None
+        if metrics == "auto":
+            metrics = (None if labelled_tokens or self.is_regression or
+                       self.task == "question_answering" else {"logits": accuracy()})
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        weighted_metrics=weighted_metrics, **kwargs)
+
+    def compile_from_config(self, config):
+        self.compile(**keras.saving.deserialize_keras_object(config))
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def split_batch(self, batch):
+        """A task batch dict -> `(inputs, labels, sample_weights)` for Keras.
+
+        `labels` goes to `logits`; `start_positions` / `end_positions` to
+        `start_logits` / `end_logits`. Token labels equal to `IGNORED_LABEL`
+        get sample weight 0 (and label 0, which the weight cancels). Anything
+        that is not such a dict is returned as it is.
+        """
+        if not isinstance(batch, dict) or not ({"labels", "start_positions"} & set(batch)):
+            return batch
+        inputs = {name: batch[name] for name in INPUT_NAMES}
+        if self.task == "question_answering":
+            return inputs, {"start_logits": batch["start_positions"],
+                            "end_logits": batch["end_positions"]}
+        labels = batch["labels"]
+        if self.task == "token_classification":
+            weights = keras.ops.cast(keras.ops.not_equal(labels, IGNORED_LABEL), "float32")
+            labels = keras.ops.where(keras.ops.equal(labels, IGNORED_LABEL), 0, labels)
+            return inputs, {"logits": labels}, {"logits": weights}
+        return inputs, {"logits": labels}
+
+    def train_step(self, data):
+        return super().train_step(self.split_batch(data))
+
+    def test_step(self, data):
+        return super().test_step(self.split_batch(data))
+
+    def predict_step(self, data):
+        if isinstance(data, dict):
+            data = {name: data[name] for name in INPUT_NAMES}
+        return super().predict_step(data)
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.layers.serialize(self.encoder),
+            "task": self.task,
+            "num_labels": self.num_labels,
+            "id2label": None if self.id2label is None else {
+                str(index): name for index, name in self.id2label.items()},
+            "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)
+
+
+def encoder_of(model):
+    """The encoder inside an `Encoder`, a pretraining model, an ELECTRA pretrainer (its
+    discriminator) or a task model."""
+    if isinstance(model, Encoder):
+        return model
+    for attribute in ("encoder", "discriminator"):
+        encoder = getattr(model, attribute, None)
+        if isinstance(encoder, Encoder):
+            return encoder
+    raise TypeError(f"Expected an EncoderConfig, an Encoder or a kerasbert model that holds one, "
+                    f"got {type(model).__name__}")
+
+
+def with_pooler(encoder, use_pooler):
+    """`encoder` itself if it has (`use_pooler=True`) or lacks a pooler as asked; otherwise a
+    copy of its weights in an encoder with the pooler added (randomly initialised, as
+    `transformers` does for a checkpoint without one) or removed."""
+    if encoder.config.use_pooler == use_pooler:
+        return encoder
+    copy = Encoder(encoder.config.replace(use_pooler=use_pooler), dtype=encoder.dtype_policy,
+                   name=encoder.name)
+    source = {variable.path: variable for variable in encoder.weights}
+    for variable in copy.weights:
+        if variable.path in source:
+            variable.assign(source[variable.path])
+    return copy
+
+
+def build_task_model(encoder_or_config, task, num_labels=None, id2label=None, dropout=None,
+                     **kwargs):
+    """A `TaskModel` for `task` on an encoder, a pretrained model's encoder, or a config.
+
+    `encoder_or_config`: an `EncoderConfig` (a randomly initialised encoder,
+    with a pooler only where the head reads it, as `transformers` builds it),
+    an `Encoder`, a `PretrainingModel` / `ElectraPretrainer` / `TaskModel`
+    (their encoder, weights shared). An encoder whose pooler does not match the
+    head is copied with the pooler added (random) or dropped.
+    `num_labels` defaults to 2 (1 means regression for
+    `sequence_classification`); `dropout` to the encoder's.
+
+    >>> import kerasbert
+    >>> config = kerasbert.zoo.get_config("roberta_base").replace(num_layers=1, hidden_size=64,
+    ...     num_heads=2, intermediate_size=128)
+    >>> model = build_task_model(config, "question_answering")
+    >>> sorted(model.output), model.encoder.config.use_pooler
+    (['end_logits', 'start_logits'], False)
+    """
+    if isinstance(encoder_or_config, Mapping):
+        encoder_or_config = EncoderConfig.from_dict(dict(encoder_or_config))
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    if isinstance(encoder_or_config, EncoderConfig):
+        config = encoder_or_config
+        encoder = build_encoder(config.replace(use_pooler=needs_pooler(config.family, task)))
+    else:
+        encoder = encoder_of(encoder_or_config)
+        encoder = with_pooler(encoder, needs_pooler(encoder.config.family, task))
+    return TaskModel(encoder, task, num_labels=num_labels, id2label=id2label, dropout=dropout,
+                     **kwargs)
