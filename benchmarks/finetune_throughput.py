@@ -1,0 +1,382 @@
+"""Fine-tuning throughput: kerasbert task models vs keras-hub `BertTextClassifier` vs PyTorch.
+
+Trains, in one process on CPU, randomly initialized BERT models (kerasbert preset
+`--preset`, default "bert_base_uncased": 12 layers, hidden 768) on one
+synthetic batch repeated (random token ids, the second half of each sequence
+segment 1, no padding; random labels, or random answer spans of at most 30
+tokens), for two tasks:
+
+- classification: sequence classification with 2 labels at sequence 128;
+- qa: span question answering at sequence 384.
+
+Every model uses the same optimizer settings: AdamW at a peak learning rate of
+2e-5 on a linear warm-up (the first 10% of the run's steps) and linear decay to
+0, weight decay 0.01 except on LayerNorm and bias variables, epsilon 1e-6,
+gradients clipped to global norm 1.0; dropout 0.1 everywhere (training mode):
+
+- kerasbert: `kerasbert.models.build_task_model(config, "sequence_classification",
+  num_labels=2)` / `"question_answering"`, compiled with
+  `kerasbert.training.create_optimizer("adamw", ...)` (fused Adam step) and the
+  task model's own loss (and, for classification, accuracy), fed the task
+  batch dict (`token_ids`, `segment_ids`, `padding_mask` and `labels`, or
+  `start_positions` / `end_positions`) by `fit`; once with the default
+  `jit_compile` ("auto", which Keras resolves to no XLA on a CPU-only machine)
+  and once with `jit_compile=True` (XLA). The faster of the two is "ours".
+- keras-hub (classification only: keras-hub has no span QA task):
+  `BertTextClassifier(BertBackbone(...same shape...), num_classes=2,
+  preprocessor=None)`, compiled with its own default loss and metric
+  (`SparseCategoricalCrossentropy(from_logits=True)`, `SparseCategoricalAccuracy`)
+  and stock `keras.optimizers.AdamW` with the settings above (the same
+  `WarmupDecay` schedule, LayerNorm and bias excluded by the same patterns),
+  fed `({"token_ids", "segment_ids", "padding_mask"}, labels)` by `fit`; with
+  the default `jit_compile` and with XLA, the faster of the two counts.
+- PyTorch: transformers `BertForSequenceClassification` /
+  `BertForQuestionAnswering` from a `BertConfig` of the same shape, eager, in
+  training mode, `torch.optim.AdamW` in its default implementation (bias and
+  LayerNorm weights in a group without decay), `torch.nn.utils.clip_grad_norm_`
+  and a `LambdaLR` schedule;
+  one step is forward (loss from the model), backward, clip, optimizer and
+  schedule step, `zero_grad`, and reading the loss. `torch.set_num_threads`
+  is left at PyTorch's default (printed).
+
+Each Keras run first calls `fit` for the warm-up steps (tracing, and XLA
+compilation, happen there; its wall-clock time is reported), then
+`fit(dataset, steps_per_epoch=N, epochs=1)` with a callback that times every
+step, ended by reading its loss. PyTorch runs the warm-up steps, then times N
+steps the same way. s/step is the median (it keeps a burst of load from other
+processes out of the figure; the load average is printed before and after).
+Speed ratios are the peer's s/step over ours (above 1: ours is faster).
+
+Targets: ours >= 1.2x keras-hub (classification) and >= 1.3x PyTorch eager
+(both tasks). The exit status is non-zero only on errors, never on a missed target.
+
+Run from the repository root, on an otherwise idle machine (on 2 cores PyTorch's
+OpenMP threads slow down several-fold when other processes share the cores):
+
+    python benchmarks/finetune_throughput.py                 # BERT-base, both tasks, ~15 min
+    python benchmarks/finetune_throughput.py --preset=bert_tiny_uncased --steps=3   # smoke run
+    python benchmarks/finetune_throughput.py --tasks classification --jit_compile xla --markdown
+"""
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # hide TensorFlow's INFO logs and warnings
+
+import keras  # noqa: E402
+import keras_hub  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+import kerasbert  # noqa: E402
+
+from reporting import check_line, format_table  # noqa: E402
+
+TASKS = ("classification", "qa")
+KERASBERT_TASK = {"classification": "sequence_classification", "qa": "question_answering"}
+SEQ_LENGTH = {"classification": 128, "qa": 384}
+DEFAULT_BATCH = {"classification": 8, "qa": 4}
+NUM_LABELS, MAX_ANSWER_TOKENS = 2, 30
+LEARNING_RATE, WEIGHT_DECAY, EPSILON, CLIPNORM, WARMUP_FRACTION = 2e-5, 0.01, 1e-6, 1.0, 0.1
+JIT_MODES = {"both": ("auto", True), "auto": ("auto",), "xla": (True,)}
+OURS, HUB, PYTORCH = "kerasbert", "keras-hub", "PyTorch eager"
+HUB_TARGET, PYTORCH_TARGET = 1.2, 1.3
+
+
+def synthetic_batch(config, task, batch_size, seed=0):
+    """One batch in kerasbert's task batch format, as numpy arrays.
+
+    Random token ids (never the pad id 0), the second half of each sequence
+    segment 1, no padding; `labels` in [0, NUM_LABELS) for classification,
+    `start_positions` <= `end_positions` (at most `MAX_ANSWER_TOKENS` apart,
+    after the first token) for QA.
+    """
+    seq_length = SEQ_LENGTH[task]
+    rng = np.random.default_rng(seed)
+    token_ids = rng.integers(1, config.vocab_size, size=(batch_size, seq_length), dtype=np.int32)
+    segment_ids = np.zeros_like(token_ids)
+    segment_ids[:, seq_length // 2:] = 1
+    batch = {"token_ids": token_ids, "segment_ids": segment_ids,
+             "padding_mask": np.ones_like(token_ids)}
+    if task == "classification":
+        batch["labels"] = rng.integers(0, NUM_LABELS, size=(batch_size,), dtype=np.int32)
+    else:
+        starts = rng.integers(1, seq_length - MAX_ANSWER_TOKENS, size=(batch_size,),
+                              dtype=np.int32)
+        batch["start_positions"] = starts
+        batch["end_positions"] = starts + rng.integers(0, MAX_ANSWER_TOKENS, size=(batch_size,),
+                                                       dtype=np.int32)
+    return batch
+
+
+def keras_hub_batch(batch):
+    """The classification batch as keras-hub's `BertTextClassifier` takes it: `(inputs, labels)`."""
+    inputs = {name: batch[name] for name in ("token_ids", "segment_ids", "padding_mask")}
+    return inputs, batch["labels"]
+
+
+def torch_batch(batch):
+    """The batch as transformers' BERT models take it: int64 tensors under their argument names."""
+    names = {"token_ids": "input_ids", "segment_ids": "token_type_ids",
+             "padding_mask": "attention_mask"}
+    return {names.get(name, name): torch.from_numpy(values).long()
+            for name, values in batch.items()}
+
+
+def warmup_steps(total_steps):
+    return int(WARMUP_FRACTION * total_steps)
+
+
+def build_ours(config, task, jit_compile, total_steps):
+    model = kerasbert.models.build_task_model(config, KERASBERT_TASK[task], num_labels=(
+        NUM_LABELS if task == "classification" else None))
+    optimizer = kerasbert.training.create_optimizer(
+        "adamw", LEARNING_RATE, num_train_steps=total_steps,
+        num_warmup_steps=warmup_steps(total_steps), weight_decay=WEIGHT_DECAY, epsilon=EPSILON,
+        global_clipnorm=CLIPNORM)
+    model.compile(optimizer=optimizer, jit_compile=jit_compile)
+    return model
+
+
+def build_keras_hub(config, jit_compile, total_steps):
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocab_size, num_layers=config.num_layers,
+        num_heads=config.num_heads, hidden_dim=config.hidden_size,
+        intermediate_dim=config.intermediate_size, dropout=config.dropout,
+        max_sequence_length=config.max_positions, num_segments=config.type_vocab_size)
+    model = keras_hub.models.BertTextClassifier(backbone, num_classes=NUM_LABELS,
+                                                preprocessor=None, dropout=config.dropout)
+    schedule = kerasbert.training.WarmupDecay(LEARNING_RATE, warmup_steps(total_steps),
+                                              total_steps - warmup_steps(total_steps))
+    optimizer = keras.optimizers.AdamW(schedule, weight_decay=WEIGHT_DECAY, epsilon=EPSILON,
+                                       global_clipnorm=CLIPNORM)
+    optimizer.exclude_from_weight_decay(var_names=list(kerasbert.training.NO_DECAY_PATTERNS))
+    model.compile(optimizer=optimizer, jit_compile=jit_compile)
+    return model
+
+
+def build_pytorch(config, task, total_steps):
+    """`(model, optimizer, scheduler)`: a transformers BERT task model in training mode."""
+    hf_config = transformers.BertConfig(
+        vocab_size=config.vocab_size, hidden_size=config.hidden_size,
+        num_hidden_layers=config.num_layers, num_attention_heads=config.num_heads,
+        intermediate_size=config.intermediate_size, max_position_embeddings=config.max_positions,
+        type_vocab_size=config.type_vocab_size, hidden_dropout_prob=config.dropout,
+        attention_probs_dropout_prob=config.attention_dropout,
+        layer_norm_eps=config.layer_norm_epsilon, num_labels=NUM_LABELS)
+    model_class = (transformers.BertForSequenceClassification if task == "classification" else
+                   transformers.BertForQuestionAnswering)
+    model = model_class(hf_config).train()
+    no_decay = [parameter for name, parameter in model.named_parameters()
+                if name.endswith("bias") or "LayerNorm" in name]
+    no_decay_ids = {id(parameter) for parameter in no_decay}
+    decay = [parameter for parameter in model.parameters() if id(parameter) not in no_decay_ids]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=LEARNING_RATE, eps=EPSILON)
+    warmup = warmup_steps(total_steps)
+
+    def rate_factor(step):
+        if step < warmup:
+            return step / warmup
+        return max(0.0, (total_steps - step) / (total_steps - warmup))
+
+    return model, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, rate_factor)
+
+
+class StepClock(keras.callbacks.Callback):
+    """Seconds of every training step, each ended by reading its loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.seconds = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self.start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        float(logs["loss"])
+        self.seconds.append(time.perf_counter() - self.start)
+
+
+def keras_throughput(model, batch, warmup, steps):
+    """`(warm-up seconds, median seconds per timed step)` of `model.fit` on `batch` repeated."""
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    start = time.perf_counter()
+    model.fit(dataset, steps_per_epoch=warmup, epochs=1, verbose=0, shuffle=False)
+    warmup_seconds = time.perf_counter() - start
+    clock = StepClock()
+    model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False,
+              callbacks=[clock])
+    return warmup_seconds, statistics.median(clock.seconds)
+
+
+def pytorch_throughput(model, optimizer, scheduler, batch, warmup, steps):
+    """`(warm-up seconds, median seconds per timed step)` of an eager PyTorch training loop."""
+    def step():
+        loss = model(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIPNORM)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad()
+        return loss.item()
+
+    start = time.perf_counter()
+    for _ in range(warmup):
+        step()
+    warmup_seconds = time.perf_counter() - start
+    seconds = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        seconds.append(time.perf_counter() - start)
+    return warmup_seconds, statistics.median(seconds)
+
+
+def run_keras(name, build, batch, warmup, steps):
+    """`(warm-up s, s/step, parameters)` of one Keras model, freed afterwards."""
+    print(f"  {name} ...", file=sys.stderr, flush=True)
+    model = build()
+    result = keras_throughput(model, batch, warmup, steps)
+    params = model.count_params()
+    del model
+    keras.backend.clear_session()
+    gc.collect()
+    return (*result, params)
+
+
+def run_pytorch(config, task, batch, warmup, steps):
+    """`(warm-up s, s/step, parameters)` of the transformers model and its attention
+    implementation's name."""
+    print(f"  {PYTORCH} ...", file=sys.stderr, flush=True)
+    model, optimizer, scheduler = build_pytorch(config, task, warmup + steps)
+    result = pytorch_throughput(model, optimizer, scheduler, torch_batch(batch), warmup, steps)
+    params = sum(parameter.numel() for parameter in model.parameters())
+    attention = model.config._attn_implementation
+    del model, optimizer, scheduler
+    gc.collect()
+    return (*result, params), attention
+
+
+def mode_name(base, jit_compile):
+    return f"{base} XLA" if jit_compile is True else f"{base} default"
+
+
+def measure_task(config, task, batch_size, warmup, steps, jit_modes):
+    """`{run name: (warm-up s, s/step, parameters)}`, ours' and keras-hub's fastest run names
+    (keras-hub's None for QA) and PyTorch's attention implementation."""
+    batch = synthetic_batch(config, task, batch_size)
+    total = warmup + steps
+    print(f"{task}, seq {SEQ_LENGTH[task]}, batch {batch_size}:", file=sys.stderr, flush=True)
+    results = {}
+    for jit in jit_modes:
+        name = mode_name(OURS, jit)
+        results[name] = run_keras(name, lambda: build_ours(config, task, jit, total), batch,
+                                  warmup, steps)
+    ours = min((mode_name(OURS, jit) for jit in jit_modes), key=lambda name: results[name][1])
+    hub = None
+    if task == "classification":
+        hub_batch = keras_hub_batch(batch)
+        for jit in jit_modes:
+            name = mode_name(HUB, jit)
+            results[name] = run_keras(name, lambda: build_keras_hub(config, jit, total),
+                                      hub_batch, warmup, steps)
+        hub = min((mode_name(HUB, jit) for jit in jit_modes), key=lambda name: results[name][1])
+    results[PYTORCH], attention = run_pytorch(config, task, batch, warmup, steps)
+    return results, ours, hub, attention
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", default="bert_base_uncased",
+                        help="kerasbert BERT preset (bert_tiny_uncased for a quick check)")
+    parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per run")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed warm-up steps per run")
+    parser.add_argument("--batch_size_classification", type=int,
+                        default=DEFAULT_BATCH["classification"])
+    parser.add_argument("--batch_size_qa", type=int, default=DEFAULT_BATCH["qa"])
+    parser.add_argument("--jit_compile", choices=tuple(JIT_MODES), default="both",
+                        help="Keras models: default jit_compile ('auto'), XLA, or both (the "
+                             "faster counts)")
+    parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    args = parser.parse_args()
+    if args.steps < 1 or args.warmup < 1:
+        parser.error("--steps and --warmup must be at least 1")
+    config = kerasbert.zoo.get_config(args.preset)
+    if config.family != "bert":
+        parser.error(f"--preset must be a BERT preset, got {args.preset} ({config.family})")
+    batch_sizes = {"classification": args.batch_size_classification, "qa": args.batch_size_qa}
+    jit_modes = JIT_MODES[args.jit_compile]
+
+    load_before = os.getloadavg()[0]
+    measured = {task: measure_task(config, task, batch_sizes[task], args.warmup, args.steps,
+                                   jit_modes)
+                for task in args.tasks}
+
+    print(f"BERT fine-tuning throughput ({args.preset}, random weights), CPU, {os.cpu_count()} "
+          f"cores; synthetic batch repeated, no padding; AdamW({LEARNING_RATE}, weight decay "
+          f"{WEIGHT_DECAY}, epsilon {EPSILON}, global clip norm {CLIPNORM}, linear warm-up "
+          f"{WARMUP_FRACTION:.0%} and decay) in every framework.")
+    print(f"tensorflow {tf.__version__}, keras {keras.__version__}, keras-hub "
+          f"{keras_hub.__version__}, kerasbert {kerasbert.__version__}, torch {torch.__version__}, "
+          f"transformers {transformers.__version__}.")
+    attentions = sorted({attention for *_, attention in measured.values()})
+    print(f"TensorFlow: default thread pools (intra-op "
+          f"{tf.config.threading.get_intra_op_parallelism_threads()}, inter-op "
+          f"{tf.config.threading.get_inter_op_parallelism_threads()}; 0 = all cores). PyTorch: "
+          f"default threads ({torch.get_num_threads()}), attention implementation "
+          f"{', '.join(attentions)}.")
+    print(f"{args.warmup} warm-up step(s) per run (tracing / XLA compilation: 'warm-up s'), then "
+          f"{args.steps} timed steps, each ended by reading its loss; s/step is the median.")
+    print(f"1-minute load average: {load_before:.2f} before, {os.getloadavg()[0]:.2f} after "
+          f"(more than {os.cpu_count()}: other processes shared the cores).")
+    print("XLA rows: compile(jit_compile=True); default rows: jit_compile='auto' (no XLA on CPU). "
+          "* = the faster mode of kerasbert or keras-hub, the one the ratios use.")
+    print()
+    header = ["task", "seq", "batch", "run", "params", "warm-up s", "s/step", "steps/s"]
+    rows = []
+    for task, (results, ours, hub, _) in measured.items():
+        for name, (warmup_seconds, step_seconds, params) in results.items():
+            rows.append([task, str(SEQ_LENGTH[task]), str(batch_sizes[task]),
+                         name + (" *" if name in (ours, hub) else ""), f"{params / 1e6:.1f}M",
+                         f"{warmup_seconds:.1f}", f"{step_seconds:.3f}",
+                         f"{1 / step_seconds:.2f}"])
+    print(format_table(header, rows, args.markdown))
+    print()
+    header = ["task", "seq", "batch", "ours s/step", "keras-hub s/step", "PyTorch s/step",
+              "keras-hub / ours", "PyTorch / ours"]
+    rows = []
+    for task, (results, ours, hub, _) in measured.items():
+        ours_seconds, torch_seconds = results[ours][1], results[PYTORCH][1]
+        hub_cells = (["n/a", "n/a"] if hub is None else
+                     [f"{results[hub][1]:.3f} ({hub.split()[-1]})",
+                      f"{results[hub][1] / ours_seconds:.2f}x"])
+        rows.append([task, str(SEQ_LENGTH[task]), str(batch_sizes[task]),
+                     f"{ours_seconds:.3f} ({ours.split()[-1]})", hub_cells[0],
+                     f"{torch_seconds:.3f}", hub_cells[1], f"{torch_seconds / ours_seconds:.2f}x"])
+    print(format_table(header, rows, args.markdown))
+    if "qa" in measured:
+        print("keras-hub has no span QA task: n/a.")
+    print()
+    print("Targets:")
+    for task, (results, ours, hub, _) in measured.items():
+        if hub is not None:
+            ratio = results[hub][1] / results[ours][1]
+            print(check_line(f"{task}: ours >= {HUB_TARGET}x keras-hub", ratio >= HUB_TARGET,
+                             f"{hub} / {ours} = {ratio:.2f}x"))
+        ratio = results[PYTORCH][1] / results[ours][1]
+        print(check_line(f"{task}: ours >= {PYTORCH_TARGET}x PyTorch eager",
+                         ratio >= PYTORCH_TARGET, f"{PYTORCH} / {ours} = {ratio:.2f}x"))
+
+
+if __name__ == "__main__":
+    main()
