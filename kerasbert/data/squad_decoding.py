@@ -7,7 +7,8 @@ token, the end is not before the start and the span has at most `max_answer_leng
 Candidates of all windows are ranked by start + end logit (ties keep window, start, end order),
 and their text is the context substring from the start token's first character to the end
 token's last one (through the tokenizer's character offsets, so casing, accents and spacing are
-the original ones). The n-best list keeps the best `n_best_size` distinct texts.
+the original ones); a span whose text is only whitespace (a byte-level BPE space token) is no
+candidate. The n-best list keeps the best `n_best_size` distinct texts.
 
 SQuAD v2.0 (`version_2_with_negative=True`): the null score is the smallest start[0] + end[0] over
 the question's windows; the null answer "" joins the ranking with it, and the n-best list always

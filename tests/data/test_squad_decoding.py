@@ -231,3 +231,17 @@ def test_gold_answers_of_several_questions_decode_in_example_order(wordpiece):
         end[feature.feature_index, feature.end_position] += 8.0
     decoded = decode_squad(examples, features, start, end)
     assert list(decoded.texts.items()) == [("first", "John Smith"), ("second", "list")]
+
+
+def test_a_span_of_only_whitespace_is_no_candidate():
+    roberta = kerasbert.zoo.build_tokenizer("roberta_base", demo.vocabulary_dir("byte_pair"))
+    example = SquadExample("q", "What?", "list  value", is_impossible=True)
+    features = squad_features([example], roberta, max_seq_length=12, max_query_length=4)
+    offset = features[0].context_offset  # <s> What ? </s></s>: 5
+    assert features[0].char_starts.tolist() == [0, 5, 6]  # "Ġ" between the spaces spans nothing
+    start, end = np.zeros([2, 1, 12])
+    start[0, offset + 1], end[0, offset + 1] = 9.0, 9.0
+    start[0, offset + 2], end[0, offset + 2] = 1.0, 1.0
+    decoded = decode_squad([example], features, start, end)
+    assert decoded.texts == {"q": " value"}  # from the space token's (empty) span to "value"
+    assert "" not in [entry["text"] for entry in decoded.nbest["q"]]
