@@ -12,9 +12,10 @@ largest, is 393k lines), tokenized and packed in the graph.
 Malformed lines. Every line is checked: its number of columns against the header, its label
 against the task's labels (STS-B: a finite number), and a file without examples is an error;
 each raises `TaskDataError` naming the file and the line. A line with the wrong number of columns
-is skipped instead under `bad_lines="skip"`, which is QQP's default: QQP's released files are
-known to hold a few broken lines (a question split over two lines), which Hugging Face's
-processor skips too. Skipped lines are counted in one logged warning per file.
+is skipped instead under `bad_lines="skip"`, which is QQP's default: a few lines of QQP's
+released files lack fields, and Hugging Face's QQP processor skips such lines too. Skipped lines
+are counted in one logged warning per file (with the first line numbers); any other error
+still raises.
 """
 
 import dataclasses
@@ -90,8 +91,9 @@ def glue_examples(task, path, split=None, *, bad_lines=None):
                                     f"columns ({task.name} {split}), got {len(fields)}")
             skipped.append(number)
             continue
-        label = fields[where[layout.label_column]] if layout.labelled else None
-        if label is not None:
+        label = None
+        if layout.labelled:
+            label = fields[where[layout.label_column]]
             _check_label(task, label, path, number)
         texts = [fields[where[name]] for name in layout.text_columns]
         index = fields[where[layout.index_column]] if layout.index_column else str(count)
@@ -249,7 +251,10 @@ def _write_predictions(path, task, examples, predictions, clip):
         scores = np.clip(predictions, 0.0, 5.0) if clip else predictions
         labels = [f"{score:.3f}" for score in scores.astype(np.float64)]
     else:
-        labels = [task.labels[label_id] for label_id in predictions.astype(np.int64)]
+        label_ids = predictions.astype(np.int64)
+        if np.any((label_ids != predictions) | (label_ids < 0) | (label_ids >= task.num_labels)):
+            raise ValueError(f"{task.name} predictions must be label ids 0-{task.num_labels - 1}")
+        labels = [task.labels[label_id] for label_id in label_ids]
     rows = [f"{example.index}\t{label}" for example, label in zip(examples, labels)]
     return write_atomically(path, "\n".join([PREDICTIONS_HEADER, *rows]) + "\n")
 

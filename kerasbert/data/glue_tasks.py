@@ -6,16 +6,19 @@ submission expects. Columns are found by their header names, so extra columns (M
 STS-B's genre and year, ...) are simply not read. The official layouts, as the GLUE download
 script writes them (and Hugging Face's and Google's GLUE processors read them):
 
-| task | train / dev header | test header |
-| --- | --- | --- |
-| cola | none: `source, label, original mark, sentence` | `index sentence` |
-| sst2 | `sentence label` | `index sentence` |
-| mrpc | `Quality #1 ID #2 ID #1 String #2 String` | `index #1 ID #2 ID #1 String #2 String` |
-| stsb | `index genre filename year old_index source1 source2 sentence1 sentence2 score` | the same without `score` |
-| qqp | `id qid1 qid2 question1 question2 is_duplicate` | `id question1 question2` |
-| mnli | `index promptID pairID genre` + 4 parses + `sentence1 sentence2` + (train) `label1 gold_label` or (dev) `label1 ... label5 gold_label` | `index ... sentence1 sentence2` (10 columns) |
-| qnli | `index question sentence label` | `index question sentence` |
-| rte, wnli | `index sentence1 sentence2 label` | `index sentence1 sentence2` |
+- cola: train/dev have no header, 4 columns `source, label, original mark, sentence`;
+  test `index sentence`.
+- sst2: train/dev `sentence label`; test `index sentence`.
+- mrpc: train/dev `Quality, #1 ID, #2 ID, #1 String, #2 String`; test the same with `index`
+  for `Quality`.
+- stsb: train/dev `index genre filename year old_index source1 source2 sentence1 sentence2
+  score`; test the same without `score`.
+- qqp: train/dev `id qid1 qid2 question1 question2 is_duplicate`; test `id question1 question2`.
+- mnli: `index promptID pairID genre`, 4 parse columns, `sentence1 sentence2`, then
+  `label1 gold_label` (train, 12 columns) or `label1 ... label5 gold_label` (dev_matched,
+  dev_mismatched, 16 columns); test_matched / test_mismatched stop after `sentence2` (10).
+- qnli: train/dev `index question sentence label`; test `index question sentence`.
+- rte, wnli: train/dev `index sentence1 sentence2 label`; test `index sentence1 sentence2`.
 
 MNLI's diagnostic set (`diagnostic/diagnostic.tsv`: `index sentence1 sentence2`) is predicted by
 the MNLI model for the submission file `AX.tsv`. Label lists and their order are those of the

@@ -64,7 +64,8 @@ def swag_examples(path, labelled=None):
     >>> with open(path, "w") as f:
     ...     _ = f.write(",video-id,fold-ind,startphrase,sent1,sent2,gold-source,"
     ...                 "ending0,ending1,ending2,ending3,label\\n"
-    ...                 '5,v,1,"A man, smiling.",A man smiles.,He,gold,waves.,sleeps.,eats.,hides.,0\\n')
+    ...                 '5,v,1,"A man, smiling.",A man smiles.,He,gold,'
+    ...                 'waves.,sleeps.,eats.,hides.,0\\n')
     >>> [(e.index, e.pairs()[0], e.label) for e in swag_examples(path)]
     [('5', ('A man smiles.', 'He waves.'), 0)]
     """

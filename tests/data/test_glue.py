@@ -96,7 +96,8 @@ OFFICIAL_LAYOUTS = {
     "qnli": {
         "train": (["index", "question", "sentence", "label"],
                   lambda i, a, b, label: [i, a, b, label]),
-        "dev": (["index", "question", "sentence", "label"], lambda i, a, b, label: [i, a, b, label]),
+        "dev": (["index", "question", "sentence", "label"],
+                lambda i, a, b, label: [i, a, b, label]),
         "test": (["index", "question", "sentence"], lambda i, a, b, label: [i, a, b]),
     },
     "rte": {
@@ -120,7 +121,8 @@ NO_INDEX_COLUMN = {("cola", "train"), ("cola", "dev"), ("sst2", "train"), ("sst2
 OFFICIAL_LABELS = {"cola": ["0", "1"], "sst2": ["0", "1"], "mrpc": ["0", "1"], "qqp": ["0", "1"],
                    "wnli": ["0", "1"], "stsb": ["3.800", "0.000", "5.000", "1.250"],
                    "mnli": ["contradiction", "entailment", "neutral"],
-                   "qnli": ["entailment", "not_entailment"], "rte": ["entailment", "not_entailment"]}
+                   "qnli": ["entailment", "not_entailment"],
+                   "rte": ["entailment", "not_entailment"]}
 SENTENCES = [
     ("The sailors rode the breeze clear of the rocks.", "A ship sailed past the rocks."),
     ('He said "no", then left.', "Nobody said anything at all, it seems."),
@@ -162,16 +164,13 @@ def write_lines(path, lines):
 @pytest.fixture(scope="module")
 def tokenizers():
     """family -> (ours, transformers' tokenizer) over the shipped vocabularies."""
-    return {
-        "bert": (kerasbert.zoo.build_tokenizer("bert_tiny_uncased", demo.vocabulary_dir("wordpiece")),
-                 transformers.BertTokenizerFast.from_pretrained(demo.vocabulary_dir("wordpiece"))),
-        "roberta": (kerasbert.zoo.build_tokenizer("roberta_base", demo.vocabulary_dir("byte_pair")),
-                    transformers.RobertaTokenizer.from_pretrained(demo.vocabulary_dir("byte_pair"))),
-        "albert": (kerasbert.zoo.build_tokenizer("albert_base_v2",
-                                                 demo.vocabulary_dir("sentence_piece")),
-                   transformers.AlbertTokenizer.from_pretrained(
-                       demo.vocabulary_dir("sentence_piece"))),
-    }
+    # Not BertTokenizerFast(vocab_file=...): in transformers 5 that keeps only the special tokens.
+    families = {"bert": ("bert_tiny_uncased", "wordpiece", transformers.BertTokenizerFast),
+                "roberta": ("roberta_base", "byte_pair", transformers.RobertaTokenizer),
+                "albert": ("albert_base_v2", "sentence_piece", transformers.AlbertTokenizer)}
+    return {family: (kerasbert.zoo.build_tokenizer(preset, demo.vocabulary_dir(kind)),
+                     reference.from_pretrained(demo.vocabulary_dir(kind)))
+            for family, (preset, kind, reference) in families.items()}
 
 
 def all_batches(dataset):
@@ -476,6 +475,9 @@ def test_prediction_writers_check_their_inputs(tmp_path):
     examples = list(glue_examples("rte", str(write_official_file(tmp_path, "rte", "dev"))))
     with pytest.raises(ValueError, match="6 examples but predictions of shape"):
         write_dev_predictions(str(tmp_path / "p.tsv"), "rte", examples, [0, 1])
+    for wrong in ([0, 1, 2, 0, 1, 0], [0, 1, -1, 0, 1, 0], [0, 0.5, 1, 0, 1, 0]):
+        with pytest.raises(ValueError, match="rte predictions must be label ids 0-1"):
+            write_dev_predictions(str(tmp_path / "p.tsv"), "rte", examples, wrong)
     with pytest.raises(ValueError, match="has no GLUE submission file"):
         write_test_predictions(str(tmp_path), "rte", "dev", examples, [0] * 6)
     with pytest.raises(ValueError, match="has no GLUE submission file"):

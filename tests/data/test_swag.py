@@ -42,7 +42,8 @@ def write_swag(path, rows=ROWS, header=HEADER, labelled=True):
         writer = csv.writer(file)
         writer.writerow(header)
         for number, (sent1, sent2, endings, label) in enumerate(rows):
-            row = {"": str(10 + number), "video-id": f"anetv_{number}", "fold-ind": str(5000 + number),
+            row = {"": str(10 + number), "video-id": f"anetv_{number}",
+                   "fold-ind": str(5000 + number),
                    "startphrase": f"{sent1} {sent2}", "sent1": sent1, "sent2": sent2,
                    "gold-source": "gold", "label": str(label),
                    **{f"ending{i}": ending for i, ending in enumerate(endings)}}
@@ -52,7 +53,8 @@ def write_swag(path, rows=ROWS, header=HEADER, labelled=True):
 
 @pytest.fixture(scope="module")
 def bert():
-    """(ours, transformers' BertTokenizerFast) over the shipped WordPiece vocabulary."""
+    """(ours, transformers' BertTokenizerFast) over the shipped WordPiece vocabulary (not
+    `BertTokenizerFast(vocab_file=...)`: in transformers 5 that keeps only the special tokens)."""
     return (kerasbert.zoo.build_tokenizer("bert_tiny_uncased", demo.vocabulary_dir("wordpiece")),
             transformers.BertTokenizerFast.from_pretrained(demo.vocabulary_dir("wordpiece")))
 
@@ -75,7 +77,7 @@ def test_test_file_and_files_without_the_index_column(tmp_path):
     assert [e.label for e in examples] == [None] * 5
     with pytest.raises(ValueError, match="unlabelled"):
         swag_labels(examples)
-    with pytest.raises(TaskDataError, match=r"line 1: the header lacks the column\(s\) \['label'\]"):
+    with pytest.raises(TaskDataError, match=r"line 1: the header lacks the column.s. \['label'\]"):
         list(swag_examples(str(test), labelled=True))
     plain = write_swag(tmp_path / "plain.csv", header=HEADER[4:])
     examples = list(swag_examples(str(plain)))

@@ -37,8 +37,8 @@ def no_warnings():
 def test_classification_metrics_equal_sklearn(seed):
     labels, predictions = random_classes(seed, 200, 2)
     assert compute_metrics(("matthews_correlation", "accuracy", "f1"), labels, predictions) == {
-        "matthews_correlation": pytest.approx(sklearn.metrics.matthews_corrcoef(labels, predictions),
-                                              abs=1e-12),
+        "matthews_correlation": pytest.approx(
+            sklearn.metrics.matthews_corrcoef(labels, predictions), abs=1e-12),
         "accuracy": pytest.approx(sklearn.metrics.accuracy_score(labels, predictions), abs=1e-12),
         "f1": pytest.approx(sklearn.metrics.f1_score(labels, predictions), abs=1e-12)}
     three_labels, three_predictions = random_classes(seed, 300, 3)
@@ -108,6 +108,13 @@ def test_degenerate_runs_report_zero_without_warnings_or_nan():
     assert glue_metrics("stsb", scores, constant) == {"pearson": 0.0, "spearman": 0.0}
     assert glue_metrics("stsb", constant, scores) == {"pearson": 0.0, "spearman": 0.0}
     assert glue_metrics("stsb", [3.0], [1.0]) == {"pearson": 0.0, "spearman": 0.0}
+    # Nearly constant (SciPy warns, we do not): the value SciPy computes.
+    nearly = np.array([2.5, 2.5, 2.5, 2.5 + 1e-13])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = scipy.stats.pearsonr([1.0, 2.0, 3.0, 4.0], nearly)[0]
+    assert glue_metrics("stsb", [1.0, 2.0, 3.0, 4.0], nearly)["pearson"] == pytest.approx(
+        expected, abs=1e-6)
 
 
 def test_is_degenerate():
