@@ -79,7 +79,8 @@ def read_squad(path):
         with open(path, encoding="utf-8") as file:
             data = json.load(file)
     except UnicodeDecodeError as error:
-        raise TaskDataError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+        raise TaskDataError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})"
+                            ) from None
     except json.JSONDecodeError as error:
         raise TaskDataError(f"{path} line {error.lineno}: invalid JSON ({error.msg})") from None
     articles = _field(data, "data", list, path, "the top level")

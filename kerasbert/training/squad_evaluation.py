@@ -42,7 +42,8 @@ def squad_v1_evaluation(examples, predictions):
 
     >>> from kerasbert.data.squad import SquadAnswer, SquadExample
     >>> examples = [SquadExample("a", "Who?", "the Broncos", (SquadAnswer("the Broncos", 0),)),
-    ...             SquadExample("b", "Who?", "Denver Broncos", (SquadAnswer("Denver Broncos", 0),))]
+    ...             SquadExample("b", "Who?", "Denver Broncos",
+    ...                          (SquadAnswer("Denver Broncos", 0),))]
     >>> squad_v1_evaluation(examples, {"a": "Broncos", "b": "Broncos"})
     {'exact': 50.0, 'f1': 83.33333333333333, 'total': 2}
     """

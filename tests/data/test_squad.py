@@ -1,4 +1,4 @@
-"""read_squad: SQuAD v1.1 / v2.0 files as distributed -> examples; malformed files -> TaskDataError."""
+"""read_squad: SQuAD v1.1 / v2.0 files as distributed -> examples; bad files -> TaskDataError."""
 
 import json
 
@@ -37,7 +37,8 @@ def test_reads_v1_1_in_file_order_with_every_answer(tmp_path):
                              {"text": "Denver Broncos", "answer_start": 29}]},
                 _qa("second", "Carolina Panthers", 58)]}]},
         {"title": "Zürich", "paragraphs": [
-            {"context": UNICODE_CONTEXT, "qas": [_qa("third", "Zürich", UNICODE_CONTEXT.index("Zürich"))]},
+            {"context": UNICODE_CONTEXT,
+             "qas": [_qa("third", "Zürich", UNICODE_CONTEXT.index("Zürich"))]},
             {"context": "Empty paragraphs are allowed.", "qas": []}]}]}
     examples = read_squad(_write(tmp_path, data))
     assert [e.qas_id for e in examples] == ["56be4db0acb8001400a502ec", "second", "third"]
@@ -83,9 +84,10 @@ def _error_cases():
         "answer_start not an integer": (_squad([_qa("q7", "Denver", "29")]),
                                         "'answer_start' must be an integer, got a string"),
         "answer_start true": (_squad([_qa("q7", "S", True)]), "got true/false"),
-        "answer not at its start": (_squad([good, _qa("q8", "Denver Broncos", 28)]),
-                                    r"question 'q8' answer 0: 'Denver Broncos' is not at "
-                                    r"character 28 of the context \(found ' Denver Bronco' there\)"),
+        "answer not at its start": (
+            _squad([good, _qa("q8", "Denver Broncos", 28)]),
+            r"question 'q8' answer 0: 'Denver Broncos' is not at character 28 of the context "
+            r"\(found ' Denver Bronco' there\)"),
         "answer beyond the context": (_squad([_qa("q8", "Broncos", 500)]),
                                       "'Broncos' is not at character 500"),
         "negative answer_start": (_squad([_qa("q8", "Super", -5)]), "not at character -5"),

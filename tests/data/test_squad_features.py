@@ -64,7 +64,8 @@ def _hf_tokenizer(kind):
 
 
 def _batch(features):
-    return {name: value.numpy() for name, value in next(iter(squad_dataset(features, 1000))).items()}
+    batch = next(iter(squad_dataset(features, batch_size=1000)))
+    return {name: value.numpy() for name, value in batch.items()}
 
 
 # --- windows ---
