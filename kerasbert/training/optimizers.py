@@ -1,4 +1,4 @@
-"""Pretraining optimizers: AdamW, LAMB or Adam on a `WarmupDecay` schedule, built in one call.
+"""Optimizers for pretraining and fine-tuning: AdamW, LAMB or Adam on a `WarmupDecay` schedule.
 
 Each is a Keras 3 optimizer configured through its own arguments:
 decoupled weight decay (`weight_decay`, skipping LayerNorm and bias variables
@@ -19,7 +19,18 @@ BERT-base's weight update about 3x faster (see `_FusedAdamStep`). A sparse
 gradient (`IndexedSlices`, from an embedding lookup) is summed into a dense
 one first, so a row looked up twice gets Adam's step for its summed gradient;
 Keras' own step squares each slice separately there.
+
+All three take `lr_multipliers`, `{variable.path: factor}`: each named
+variable learns at its factor times the scheduled rate, weight decay included
+(see `_ScalesLearningRatesPerVariable`;
+`kerasbert.training.layerwise.layerwise_lr_multipliers` computes ELECTRA's
+layer-wise decay). The factors are part of the optimizer's config, so they
+come back with a compiled model loaded from a `.keras` file.
 """
+
+import math
+import numbers
+from collections.abc import Mapping
 
 import keras
 import tensorflow as tf
@@ -50,6 +61,75 @@ class _ExcludesNormsAndBiasesFromDecay:
 
     def get_config(self):
         return {**super().get_config(), "no_decay_patterns": list(self.no_decay_patterns)}
+
+
+def _checked_lr_multipliers(lr_multipliers):
+    """`lr_multipliers` as a plain `{path: float}` dict, or a `ValueError` naming the bad entry."""
+    if lr_multipliers is None:
+        return {}
+    if not isinstance(lr_multipliers, Mapping):
+        raise ValueError(f"lr_multipliers must map variable paths to factors, got "
+                         f"{type(lr_multipliers).__name__}")
+    checked = {}
+    for path, factor in lr_multipliers.items():
+        if not isinstance(path, str):
+            raise ValueError(f"lr_multipliers keys must be variable paths (str), got {path!r}")
+        if (isinstance(factor, bool) or not isinstance(factor, numbers.Real)
+                or not math.isfinite(factor) or factor <= 0):
+            raise ValueError(f"lr_multipliers[{path!r}] must be a finite number > 0, "
+                             f"got {factor!r}")
+        checked[path] = float(factor)
+    return checked
+
+
+class _ScalesLearningRatesPerVariable:
+    """Scales the learning rate of each variable named in `lr_multipliers` by its factor.
+
+    `lr_multipliers` maps a variable's `path` (as `keras.Variable.path`, e.g.
+    `"transformer_layer_0/attention/query/kernel"`) to a factor > 0; variables
+    it does not name keep factor 1. At every step a variable learns at
+    `factor * scheduled rate`, and so does its decoupled weight decay:
+    `w -= factor * lr * weight_decay * w`, as in ELECTRA's fine-tuning, where
+    the per-layer rate multiplies the whole update. `get_config` keeps the
+    factors. Building the optimizer raises `ValueError` if a named path is not
+    among the variables it trains, so factors never go silently unused (e.g.
+    on a model whose layers were renamed).
+
+    Keras decays all variables in one pass before the updates
+    (`_apply_weight_decay`, at the global rate). With factors, each variable is
+    decayed in its own `update_step` right before its update instead: the same
+    arithmetic, since a variable's decay and update touch only that variable.
+    Without factors nothing changes.
+    """
+
+    def __init__(self, *args, lr_multipliers=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lr_multipliers = _checked_lr_multipliers(lr_multipliers)
+
+    def build(self, variables):
+        unknown = sorted(set(self.lr_multipliers) - {variable.path for variable in variables})
+        if unknown:
+            raise ValueError(
+                f"lr_multipliers name {len(unknown)} path(s) that are not among the "
+                f"{len(variables)} variables this optimizer trains, e.g. {unknown[0]!r}")
+        super().build(variables)
+
+    def _apply_weight_decay(self, variables):
+        if not self.lr_multipliers:
+            super()._apply_weight_decay(variables)
+
+    def update_step(self, gradient, variable, learning_rate):
+        if self.lr_multipliers:
+            path = self._trainable_variables[self._get_variable_index(variable)].path
+            learning_rate = (tf.cast(learning_rate, variable.dtype)
+                             * self.lr_multipliers.get(path, 1.0))
+            if self.weight_decay is not None and self._use_weight_decay(variable):
+                weight_decay = tf.cast(self.weight_decay, variable.dtype)
+                variable.assign_sub(variable * weight_decay * learning_rate)
+        return super().update_step(gradient, variable, learning_rate)
+
+    def get_config(self):
+        return {**super().get_config(), "lr_multipliers": dict(self.lr_multipliers) or None}
 
 
 class _FusedAdamStep:
@@ -87,8 +167,11 @@ class _FusedAdamStep:
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class Adam(_FusedAdamStep, keras.optimizers.Adam):
-    """`keras.optimizers.Adam` with the fused update of `_FusedAdamStep`; same arguments.
+class Adam(_ScalesLearningRatesPerVariable, _FusedAdamStep, keras.optimizers.Adam):
+    """`keras.optimizers.Adam` with the fused update of `_FusedAdamStep`.
+
+    Takes `keras.optimizers.Adam`'s arguments plus `lr_multipliers`
+    (`{variable path: factor}`, see `_ScalesLearningRatesPerVariable`).
 
     Example:
     >>> import numpy as np
@@ -101,12 +184,14 @@ class Adam(_FusedAdamStep, keras.optimizers.Adam):
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class AdamW(_ExcludesNormsAndBiasesFromDecay, _FusedAdamStep, keras.optimizers.AdamW):
+class AdamW(_ScalesLearningRatesPerVariable, _ExcludesNormsAndBiasesFromDecay, _FusedAdamStep,
+            keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` without decay on variables matching `no_decay_patterns`.
 
     Takes `keras.optimizers.AdamW`'s arguments plus `no_decay_patterns`
-    (regular expressions, default `NO_DECAY_PATTERNS`), which `get_config` keeps.
-    The Adam step is fused (`_FusedAdamStep`).
+    (regular expressions, default `NO_DECAY_PATTERNS`), which `get_config` keeps,
+    and `lr_multipliers` (`{variable path: factor}`, see
+    `_ScalesLearningRatesPerVariable`). The Adam step is fused (`_FusedAdamStep`).
 
     Example:
     >>> optimizer = AdamW(learning_rate=1e-3, weight_decay=0.01)
@@ -116,11 +201,15 @@ class AdamW(_ExcludesNormsAndBiasesFromDecay, _FusedAdamStep, keras.optimizers.A
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class Lamb(_ExcludesNormsAndBiasesFromDecay, keras.optimizers.Lamb):
+class Lamb(_ScalesLearningRatesPerVariable, _ExcludesNormsAndBiasesFromDecay,
+           keras.optimizers.Lamb):
     """`keras.optimizers.Lamb` without decay on variables matching `no_decay_patterns`.
 
     Takes `keras.optimizers.Lamb`'s arguments plus `no_decay_patterns`
-    (regular expressions, default `NO_DECAY_PATTERNS`), which `get_config` keeps.
+    (regular expressions, default `NO_DECAY_PATTERNS`), which `get_config` keeps,
+    and `lr_multipliers` (`{variable path: factor}`, see
+    `_ScalesLearningRatesPerVariable`: a factor scales the rate outside the
+    trust ratio).
 
     Keras' LAMB applies the decay decoupled (`w -= lr * weight_decay * w` before
     the step, outside the trust ratio) and its trust ratio to every variable.
@@ -138,7 +227,7 @@ _OPTIMIZERS = {"adamw": AdamW, "lamb": Lamb, "adam": Adam}
 def create_optimizer(name="adamw", learning_rate=1e-4, *, num_train_steps, num_warmup_steps=0,
                      weight_decay=0.01, end_learning_rate=0.0, power=1.0, beta_1=0.9,
                      beta_2=0.999, epsilon=1e-6, global_clipnorm=1.0,
-                     gradient_accumulation_steps=None):
+                     gradient_accumulation_steps=None, lr_multipliers=None):
     """A Keras optimizer on a `WarmupDecay` schedule, as used for BERT-family pretraining.
 
     Args:
@@ -158,6 +247,10 @@ def create_optimizer(name="adamw", learning_rate=1e-4, *, num_train_steps, num_w
         global_clipnorm: clip gradients to this global norm (`None`: no clipping).
         gradient_accumulation_steps: update the weights every this many
             batches with the average of their gradients (`None`: every batch).
+        lr_multipliers: `{variable.path: factor}`: those variables learn (and
+            decay) at `factor` times the scheduled rate, e.g.
+            `kerasbert.training.layerwise.layerwise_lr_multipliers(model, 0.8)`
+            for ELECTRA's layer-wise decay; `None`: one rate for all.
 
     Example:
     >>> optimizer = create_optimizer("adamw", 1e-3, num_train_steps=100,
@@ -170,6 +263,12 @@ def create_optimizer(name="adamw", learning_rate=1e-4, *, num_train_steps, num_w
     Traceback (most recent call last):
     ...
     ValueError: Unknown optimizer name 'sgd'; choose one of 'adamw', 'lamb', 'adam'
+    >>> weight = keras.Variable([1.0, 1.0], name="weight")
+    >>> halved = create_optimizer("adam", 0.1, num_train_steps=10, global_clipnorm=None,
+    ...                           lr_multipliers={weight.path: 0.5})
+    >>> halved.apply([tf.constant([1.0, -1.0])], [weight])
+    >>> [round(float(w), 4) for w in weight.numpy()]  # Adam's first step is -lr * sign(g)
+    [0.95, 1.05]
     """
     if name not in _OPTIMIZERS:
         choices = ", ".join(repr(choice) for choice in _OPTIMIZERS)
@@ -188,4 +287,4 @@ def create_optimizer(name="adamw", learning_rate=1e-4, *, num_train_steps, num_w
     return _OPTIMIZERS[name](
         learning_rate=schedule, beta_1=beta_1, beta_2=beta_2, epsilon=epsilon,
         global_clipnorm=global_clipnorm, gradient_accumulation_steps=gradient_accumulation_steps,
-        **decay)
+        lr_multipliers=lr_multipliers, **decay)
