@@ -11,7 +11,7 @@ from kerasbert.config import EncoderConfig
 from kerasbert.layers.heads import MaskedLMHead, ReplacedTokenHead
 from kerasbert.layers.replaced_tokens import ReplacedTokenSampler
 from kerasbert.models.encoder import INPUT_NAMES, Encoder
-from kerasbert.models.pretraining import restore_compile
+from kerasbert.models.batch_dicts import restore_compile
 
 LABEL_NAMES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
 

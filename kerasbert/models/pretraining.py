@@ -4,6 +4,7 @@ replaced-token-detection heads, as one functional Keras model."""
 import keras
 
 from kerasbert.layers.heads import MaskedLMHead, ReplacedTokenHead
+from kerasbert.models.batch_dicts import BatchDictTraining, restore_compile
 from kerasbert.models.encoder import INPUT_NAMES, Encoder, build_encoder
 
 HEADS = ("mlm", "nsp", "sop", "rtd")
@@ -18,16 +19,8 @@ def default_mlm_activation(config):
     return "gelu" if config.family in ("roberta", "electra") else config.hidden_activation
 
 
-def restore_compile(model, config):
-    """`compile_from_config` for a model with its own `compile`, which Keras does not restore
-    on load: the stored arguments are ones that `compile` accepts."""
-    model.compile(**keras.saving.deserialize_keras_object(config))
-    if model.built:
-        model.optimizer.build(model.trainable_variables)
-
-
 @keras.saving.register_keras_serializable(package="kerasbert")
-class PretrainingModel(keras.Model):
+class PretrainingModel(BatchDictTraining, keras.Model):
     """An encoder with pretraining heads.
 
     Inputs: the encoder's `token_ids`, `segment_ids`, `padding_mask`, plus
@@ -174,17 +167,6 @@ class PretrainingModel(keras.Model):
                 weights[f"{head}_logits"] = keras.ops.ones_like(
                     batch["next_sentence_labels"], dtype="float32")
         return inputs, labels, weights
-
-    def train_step(self, data):
-        return super().train_step(self.split_batch(data))
-
-    def test_step(self, data):
-        return super().test_step(self.split_batch(data))
-
-    def predict_step(self, data):
-        if isinstance(data, dict):
-            data = {name: data[name] for name in self._input_names}
-        return super().predict_step(data)
 
     def get_config(self):
         return {

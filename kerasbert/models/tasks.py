@@ -9,6 +9,7 @@ import keras
 from kerasbert.config import EncoderConfig
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.choices import FoldChoices, UnfoldChoiceLogits
+from kerasbert.models.batch_dicts import BatchDictTraining, restore_compile
 from kerasbert.models.encoder import INPUT_NAMES, Encoder, build_encoder
 
 TASKS = ("sequence_classification", "token_classification", "question_answering",
@@ -25,6 +26,9 @@ class SummaryHead:
     layer of the hidden size and that activation comes before the output layer
     (RoBERTa's tanh, ELECTRA's GELU). `dropout_first`: dropout on the summary
     before the inner layer as well as after it.
+
+    >>> SUMMARY_HEADS[("sequence_classification", "electra")]
+    SummaryHead(source='first_token', inner_activation='gelu', dropout_first=True)
     """
 
     source: str
@@ -69,7 +73,7 @@ def _label_names(id2label, num_labels):
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class TaskModel(keras.Model):
+class TaskModel(BatchDictTraining, keras.Model):
     """An encoder with a fine-tuning head, as one functional Keras model.
 
     Inputs: the encoder's int32 `token_ids`, `segment_ids`, `padding_mask`,
@@ -95,7 +99,8 @@ class TaskModel(keras.Model):
     Batches of kerasbert's task datasets (a dict with the inputs and `labels`,
     or `start_positions` / `end_positions`) go straight into `fit` and
     `evaluate`; token labels of `IGNORED_LABEL` (-100) are left out of the
-    loss and accuracy.
+    loss and accuracy (under a `tf.distribute` strategy each replica averages
+    over its own labelled tokens, as PyTorch DDP and Model Garden do).
 
     Example:
     >>> import numpy as np, kerasbert
@@ -177,6 +182,7 @@ class TaskModel(keras.Model):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===
+        self._input_names = list(INPUT_NAMES)
         self.encoder = encoder
         self.task = task
         self.num_labels = num_labels
@@ -233,9 +239,7 @@ class TaskModel(keras.Model):
                         weighted_metrics=weighted_metrics, **kwargs)
 
     def compile_from_config(self, config):
-        self.compile(**keras.saving.deserialize_keras_object(config))
-        if self.built:
-            self.optimizer.build(self.trainable_variables)
+        restore_compile(self, config)
 
     def split_batch(self, batch):
         """A task batch dict -> `(inputs, labels, sample_weights)` for Keras.
@@ -257,17 +261,6 @@ class TaskModel(keras.Model):
             labels = keras.ops.where(keras.ops.equal(labels, IGNORED_LABEL), 0, labels)
             return inputs, {"logits": labels}, {"logits": weights}
         return inputs, {"logits": labels}
-
-    def train_step(self, data):
-        return super().train_step(self.split_batch(data))
-
-    def test_step(self, data):
-        return super().test_step(self.split_batch(data))
-
-    def predict_step(self, data):
-        if isinstance(data, dict):
-            data = {name: data[name] for name in INPUT_NAMES}
-        return super().predict_step(data)
 
     def get_config(self):
         return {
