@@ -24,6 +24,7 @@ from kerasbert.data.masking import MaskedLmMasker  # noqa: E402
 from kerasbert.data.pretraining import instance_batches  # noqa: E402
 from kerasbert.data.tfrecords import (completed_shards, serialize_instances, shard_paths,  # noqa: E402
                                       write_tfrecord)
+from kerasbert.cli import instance_flags  # noqa: E402,F401  (defines --objective, ...)
 from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
 
 FLAGS = flags.FLAGS

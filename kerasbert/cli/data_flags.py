@@ -1,9 +1,8 @@
-"""The tokenizer and instance flags the data and training binaries share (absl allows a flag to
-be defined once per process, so they live here and both binaries import them)."""
+"""The tokenizer flags the data, pretraining and fine-tuning binaries share (absl allows a flag
+to be defined once per process, so they live here and the binaries import them)."""
 
 from absl import app, flags
 
-from kerasbert.data.instances import OBJECTIVES
 from kerasbert.tokenizers.vocabulary_files import load_tokenizer
 
 FLAGS = flags.FLAGS
@@ -13,12 +12,8 @@ flags.DEFINE_string("merges_file", None, "merges.txt, for a byte-level BPE --voc
 flags.DEFINE_string("tokenizer_dir", None, "A Hugging Face tokenizer directory, instead of "
                     "--vocab_file.")
 flags.DEFINE_boolean("do_lower_case", True, "Lower-case the text (WordPiece and SentencePiece).")
-flags.DEFINE_enum("objective", "nsp", OBJECTIVES, "Instances (and, for training, heads): nsp "
-                  "(BERT: MLM+NSP), sop (ALBERT: MLM+SOP), full_sentences / doc_sentences "
-                  "(RoBERTa: MLM), electra (generator + replaced-token detection).")
-flags.DEFINE_integer("max_seq_length", 128, "Tokens per instance, special tokens included.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Most masked tokens per instance.")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Fraction of the tokens to mask.")
+flags.DEFINE_integer("max_seq_length", 128, "Tokens per instance or example (window), special "
+                     "tokens included.")
 
 
 def tokenizer_from_flags(needed_for="the text"):

@@ -7,7 +7,9 @@
 
 Flags can also come from a file (`--flagfile=run.flags`, absl's). Restarted with
 the same flags, it resumes from the last checkpoint in `--model_dir`, at the
-same step and position in the data.
+same step and position in the data. `--model_dir` also gets `kerasbert_model.json`
+(the model's config and tokenizer), so `kerasbert-finetune --init_from=<model_dir>`
+starts from the latest checkpoint.
 """
 
 import os
@@ -26,10 +28,15 @@ from kerasbert.data.tfrecords import read_pretraining_records  # noqa: E402
 from kerasbert.models.electra import ElectraPretrainer, generator_config  # noqa: E402
 from kerasbert.models.pretraining import PretrainingModel  # noqa: E402
 from kerasbert.models.encoder import build_encoder  # noqa: E402
+from kerasbert.cli import instance_flags  # noqa: E402,F401  (defines --objective, ...)
+from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
 from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
-from kerasbert.training.distribute import STRATEGIES, get_strategy, strategy_summary  # noqa: E402
+from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
 from kerasbert.training.loop import NonFiniteLossError, model_variables, train  # noqa: E402
 from kerasbert.training.optimizers import create_optimizer  # noqa: E402
+from kerasbert.training.finetune import write_json  # noqa: E402
+from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,  # noqa: E402
+                                                   pretraining_description)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model", None, "Zoo preset, e.g. bert_base_uncased.", required=True)
@@ -39,27 +46,16 @@ flags.DEFINE_list("input_files", None, "Pretraining TFRecords (globs), as "
                   "kerasbert-create-pretraining-data or Google's script writes them.")
 flags.DEFINE_list("text_files", None, "Text files (globs) to make instances from on the fly.")
 flags.DEFINE_float("generator_ratio", 0.25, "ELECTRA: generator hidden size / discriminator's.")
-flags.DEFINE_string("model_dir", None, "Checkpoints and TensorBoard logs.", required=True)
 flags.DEFINE_integer("train_steps", None, "Total training steps.", required=True)
 flags.DEFINE_integer("batch_size", 32, "Global batch size.")
 flags.DEFINE_boolean("whole_word_masking", False, "Mask whole words (text input).")
-flags.DEFINE_float("learning_rate", 1e-4, "Peak learning rate.")
 flags.DEFINE_integer("warmup_steps", 0, "Steps of linear warmup.")
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb", "adam"], "Optimizer.")
-flags.DEFINE_float("weight_decay", 0.01, "Decoupled weight decay (not LayerNorm or bias).")
 flags.DEFINE_float("clip_norm", 1.0, "Clip gradients to this global norm (0: no clipping).")
 flags.DEFINE_integer("grad_accum_steps", 1, "Batches whose gradients add up to one update.")
-flags.DEFINE_enum("strategy", "one_device", STRATEGIES, "tf.distribute strategy.")
-flags.DEFINE_string("tpu", None, "TPU name or address for --strategy=tpu.")
-flags.DEFINE_integer("num_gpus", 0, "GPUs for one_device / mirrored.")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_float16", "mixed_bfloat16"],
-                  "Dtype policy (float16 gets loss scaling).")
-flags.DEFINE_boolean("jit_compile", False, "Compile each training step with XLA.")
 flags.DEFINE_string("init_checkpoint", None, "Initial encoder weights: a Hugging Face model "
                     "directory or a kerasbert checkpoint (model_dir/ckpt-N).")
-flags.DEFINE_integer("checkpoint_interval", 1000, "Steps between checkpoints.")
 flags.DEFINE_integer("steps_per_loop", 100, "Steps between logs (one compiled loop).")
-flags.DEFINE_integer("seed", 0, "Seed of the data pipeline and the initial weights.")
 
 _HEADS = {"nsp": ("mlm", "nsp"), "sop": ("mlm", "sop"), "full_sentences": ("mlm",),
           "doc_sentences": ("mlm",)}
@@ -79,6 +75,10 @@ def main(argv):
         tokenizer = tokenizer_from_flags("--text_files")
     config = _config(tokenizer)
     print(f"{strategy_summary(strategy)}; {FLAGS.model} ({_describe(config)})")
+    electra = FLAGS.objective == "electra"
+    write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), pretraining_description(
+        config, None if electra else _HEADS[FLAGS.objective],
+        FLAGS.generator_ratio if electra else None, _tokenizer_arguments()))
     with strategy.scope():
         if FLAGS.objective == "electra":
             model = ElectraPretrainer(config, generator_config(config, FLAGS.generator_ratio),
@@ -103,6 +103,18 @@ def main(argv):
     except NonFiniteLossError as error:
         raise SystemExit(f"\n{error}") from None
     print("\nDone: " + ", ".join(f"{name} {value:.4g}" for name, value in logs.items()))
+
+
+def _tokenizer_arguments():
+    """The tokenizer flags as `load_tokenizer` arguments (absolute paths), for fine-tuning."""
+    if FLAGS.vocab_file is None and FLAGS.tokenizer_dir is None:
+        return None
+
+    def absolute(path):
+        return None if path is None else os.path.abspath(path)
+
+    return {"vocab_file": absolute(FLAGS.vocab_file), "merges_file": absolute(FLAGS.merges_file),
+            "tokenizer_dir": absolute(FLAGS.tokenizer_dir), "lowercase": FLAGS.do_lower_case}
 
 
 def _config(tokenizer):

@@ -1,0 +1,184 @@
+"""`kerasbert-finetune`: fine-tune a pretrained encoder on GLUE, SQuAD, CoNLL-2003 or SWAG.
+
+    kerasbert-finetune --task=mrpc --data_dir=glue/MRPC --init_from=hf/bert-base-uncased \\
+        --model_dir=runs/mrpc --num_train_epochs=3 --learning_rate=2e-5 --num_seeds=5
+
+File flags default to the official file names under `--data_dir` (GLUE's `train.tsv`,
+`dev.tsv` / MNLI's `dev_matched.tsv` and `dev_mismatched.tsv`, `test.tsv`; SQuAD's
+`train-v1.1.json` / `dev-v1.1.json` (v2.0 alike); CoNLL-2003's `eng.train`, `eng.testa`,
+`eng.testb`; SWAG's `train.csv`, `val.csv`, `test.csv`). The tokenizer comes from
+`--init_from` (a Hugging Face folder with tokenizer files, a `kerasbert-pretrain` directory) or
+from `--vocab_file` / `--tokenizer_dir`.
+
+`--model_dir` gets `eval_results.json`, the dev predictions (`dev_predictions.tsv`;
+`predictions.json`, `null_odds.json`, `nbest_predictions.json`; `dev_predictions.txt`), the best
+model as `model.keras`, test predictions (GLUE submission files), checkpoints and TensorBoard
+logs. Restarted with the same flags, it resumes from the last checkpoint. Flags can come from a
+file (`--flagfile`).
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
+
+from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
+from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
+from kerasbert.convert import from_hf  # noqa: E402
+from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
+from kerasbert.training.finetune import (EVAL_RESULTS, MODEL_FILE, FinetuneSettings,  # noqa: E402
+                                         TaskFiles, evaluate_dev, finetune, write_json)
+from kerasbert.training.finetuning_tasks import FINETUNING_TASKS, get_finetuning_task  # noqa: E402
+from kerasbert.training.pretrained_sources import pretrained_source  # noqa: E402
+
+FLAGS = flags.FLAGS
+FLAGS.set_default("learning_rate", 5e-5)  # as in the BERT paper
+flags.DEFINE_enum("task", None, sorted(FINETUNING_TASKS), "The task.", required=True)
+flags.DEFINE_string("data_dir", None, "Folder of the task's files under their official names.")
+flags.DEFINE_string("train_file", None, "Training file (default: the official name under "
+                    "--data_dir).")
+flags.DEFINE_list("dev_file", None, "Dev file(s), evaluated after each epoch (default: the "
+                  "official names under --data_dir; MNLI: matched and mismatched).")
+flags.DEFINE_list("test_file", None, "Test file(s) to predict with the best model (default: "
+                  "the official names under --data_dir, where present).")
+flags.DEFINE_string("init_from", None, "Pretrained model: a Hugging Face folder, a .keras file "
+                    "or a kerasbert-pretrain --model_dir.")
+flags.DEFINE_enum("mode", "train_and_eval", ["train_and_eval", "eval", "predict"],
+                  "train_and_eval: fine-tune, evaluate every epoch, predict the test files; "
+                  "eval / predict: with the model in --model_dir (or a .keras / Hugging Face "
+                  "task model in --init_from).")
+flags.DEFINE_integer("doc_stride", 128, "SQuAD: the step, in tokens, between the starts of a "
+                     "long context's windows (Google's meaning; Hugging Face's `stride` is the "
+                     "overlap instead: max_seq_length - question - doc_stride).")
+flags.DEFINE_integer("max_query_length", 64, "SQuAD: question tokens kept.")
+flags.DEFINE_integer("n_best_size", 20, "SQuAD: candidate answers kept per question.")
+flags.DEFINE_integer("max_answer_length", 30, "SQuAD: longest answer, in tokens.")
+flags.DEFINE_float("null_score_diff_threshold", 0.0, "SQuAD v2.0: predict no answer when the "
+                   "null score exceeds the best answer's by more than this.")
+flags.DEFINE_boolean("tune_null_threshold", False, "SQuAD v2.0: fit the null threshold on a "
+                     "held-out twentieth of the training file's paragraphs (never on dev).")
+flags.DEFINE_float("num_train_epochs", 3.0, "Epochs (a fraction trains part of the last one).")
+flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch size.")
+flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps of linear warmup; linear "
+                   "decay to 0 after it.")
+flags.DEFINE_float("layerwise_lr_decay", None, "ELECTRA's recipe: each lower layer learns at "
+                   "this factor times the rate of the layer above (e.g. 0.8).")
+flags.DEFINE_float("dropout", None, "Head dropout (default: the encoder's).")
+flags.DEFINE_integer("num_seeds", 1, "Runs with seeds seed, seed+1, ...: each metric's median "
+                     "and spread are reported.")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    logging.set_verbosity(logging.WARNING)
+    if FLAGS.num_seeds < 1:
+        raise app.UsageError("--num_seeds must be at least 1")
+    task = get_finetuning_task(FLAGS.task)
+    files = _task_files(task)
+    settings = FinetuneSettings(
+        max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
+        max_answer_length=FLAGS.max_answer_length,
+        null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+        tune_null_threshold=FLAGS.tune_null_threshold, num_train_epochs=FLAGS.num_train_epochs,
+        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+        learning_rate=FLAGS.learning_rate, warmup_proportion=FLAGS.warmup_proportion,
+        weight_decay=FLAGS.weight_decay, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
+        dropout=FLAGS.dropout, jit_compile=FLAGS.jit_compile,
+        checkpoint_interval=FLAGS.checkpoint_interval)
+    if FLAGS.tune_null_threshold and FLAGS.task != "squad_v2":
+        raise app.UsageError("--tune_null_threshold is for --task=squad_v2")
+    keras.mixed_precision.set_dtype_policy(FLAGS.mixed_precision)
+    if FLAGS.mode == "train_and_eval":
+        _train_and_eval(task, files, settings)
+    else:
+        _evaluate_or_predict(task, files, settings)
+
+
+def _train_and_eval(task, files, settings):
+    if files.train is None:
+        raise app.UsageError("train_and_eval needs --train_file or --data_dir")
+    if FLAGS.init_from is None:
+        raise app.UsageError("train_and_eval needs --init_from (the pretrained model)")
+    source = pretrained_source(FLAGS.init_from)
+    tokenizer = _tokenizer(source.tokenizer)
+    strategy = get_strategy(FLAGS.strategy, num_gpus=FLAGS.num_gpus, tpu=FLAGS.tpu)
+    print(f"{strategy_summary(strategy)}; {task.name} from {FLAGS.init_from} ({source.kind})")
+    seeds = [FLAGS.seed + offset for offset in range(FLAGS.num_seeds)]
+    results = finetune(task, source.make_encoder, tokenizer, files, FLAGS.model_dir, settings,
+                       strategy, seeds)
+    print(f"\nBest dev results ({os.path.join(FLAGS.model_dir, EVAL_RESULTS)}): " + ", ".join(
+        f"{name} {value:.4f}" for name, value in results.items() if isinstance(value, float)))
+
+
+def _evaluate_or_predict(task, files, settings):
+    model_path = os.path.join(FLAGS.model_dir, MODEL_FILE)
+    source = model_path if os.path.isfile(model_path) or not FLAGS.init_from else FLAGS.init_from
+    if source.endswith(".keras"):
+        model = keras.models.load_model(source)
+        tokenizer = _tokenizer(None)
+    else:
+        model = from_hf(source)
+        tokenizer = _tokenizer(pretrained_source(source).tokenizer)
+    if getattr(model, "task", None) != task.model_task:
+        raise app.UsageError(f"{source} is not a {task.model_task} model")
+    settings.labels = [model.id2label[index] for index in sorted(model.id2label)] if \
+        model.id2label else None
+    os.makedirs(FLAGS.model_dir, exist_ok=True)
+    if FLAGS.mode == "eval":
+        entry = evaluate_dev(task, model, tokenizer, [(path, task.read(path, "dev"))
+                                                      for path in files.dev], settings, FLAGS.model_dir)
+        write_json(os.path.join(FLAGS.model_dir, EVAL_RESULTS), entry)
+        print(", ".join(f"{name} {value:.4f}" for name, value in entry.items()
+                        if isinstance(value, float)))
+        return
+    if not files.test:
+        raise app.UsageError("predict needs --test_file or a test file under --data_dir")
+    for path in files.test:
+        print(task.predict(model, task.read(path, "test"), tokenizer, settings, settings.eval_batch_size,
+                           FLAGS.model_dir, path))
+
+
+def _task_files(task):
+    def official(role, required):
+        names = [os.path.join(FLAGS.data_dir, name) for name in task.default_files[role]]
+        return [path for path in names if required or os.path.exists(path)]
+
+    if FLAGS.data_dir is None and FLAGS.train_file is None and FLAGS.mode == "train_and_eval":
+        raise app.UsageError("Give --data_dir or --train_file")
+    train = FLAGS.train_file or (official("train", True)[0] if FLAGS.data_dir else None)
+    dev = FLAGS.dev_file or (official("dev", True) if FLAGS.data_dir else [])
+    test = FLAGS.test_file or (official("test", False) if FLAGS.data_dir else [])
+    if FLAGS.mode != "predict" and not dev:
+        raise app.UsageError("Give --dev_file or --data_dir")
+    for path in ([train] if train and FLAGS.mode == "train_and_eval" else []) + dev + list(test):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{task.name} file {path} does not exist")
+    return TaskFiles(train, dev, list(test))
+
+
+def _tokenizer(default):
+    if FLAGS.vocab_file is not None or FLAGS.tokenizer_dir is not None:
+        return tokenizer_from_flags("Fine-tuning")
+    if default is None:
+        raise app.UsageError("--init_from has no tokenizer: give --vocab_file or --tokenizer_dir")
+    return default
+
+
+def _main_reporting_errors(argv):
+    try:
+        main(argv)
+    except (ValueError, FileNotFoundError, OSError) as error:
+        raise SystemExit(f"kerasbert-finetune: error: {error}") from None
+
+
+def run():
+    app.run(_main_reporting_errors)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,275 @@
+"""Fine-tuning runs: train a task model epoch by epoch, evaluate on dev after each, keep the best.
+
+`finetune_seed` is one run (one seed) in a directory; `finetune` runs one or more seeds and
+reports each metric's median and spread. Both are what `kerasbert-finetune` calls.
+
+A run's directory holds, for the best epoch: `eval_results.json` (the task's metrics, the epoch,
+whether the predictions were degenerate), the task's prediction files, `model.keras`; and
+`eval_history.json` (every epoch), `epochs/epoch_<k>/` (each epoch's prediction files),
+checkpoints (`ckpt-<step>`, model + optimizer + data position: a killed run restarted with the
+same arguments resumes where the last checkpoint left it) and TensorBoard logs (`train/`,
+`eval/`).
+"""
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+from typing import Optional
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kerasbert.atomic_files import write_atomically
+from kerasbert.models.tasks import build_task_model
+from kerasbert.training.layerwise import layerwise_lr_multipliers
+from kerasbert.training.loop import _SCALAR_METADATA, train
+from kerasbert.training.optimizers import create_optimizer
+
+EVAL_RESULTS = "eval_results.json"
+EVAL_HISTORY = "eval_history.json"
+MODEL_FILE = "model.keras"
+
+
+@dataclasses.dataclass
+class FinetuneSettings:
+    """Everything about a fine-tuning run but its data, model source and directory.
+
+    Data: `max_seq_length`; SQuAD's `doc_stride` (the step between the
+    starts of a context's windows, as Google's BERT defines it: Hugging
+    Face's `stride` is the overlap, `max_seq_length - question - doc_stride`),
+    `max_query_length`, `n_best_size`, `max_answer_length`,
+    `null_score_diff_threshold`, `tune_null_threshold` (fit the threshold on a
+    held-out twentieth of the training file's paragraphs); `labels`: the label
+    names (set by the run from the training file or the model).
+    Training: AdamW with `weight_decay` (not on LayerNorm or biases), linear
+    warmup over `warmup_proportion` of the steps then linear decay to 0,
+    global norm clipping at 1, `layerwise_lr_decay` (None or ELECTRA's
+    factor), `jit_compile`.
+
+    >>> FinetuneSettings(learning_rate=2e-5).warmup_proportion
+    0.1
+    """
+
+    max_seq_length: int = 128
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = 0.0
+    tune_null_threshold: bool = False
+    num_train_epochs: float = 3.0
+    train_batch_size: int = 32
+    eval_batch_size: int = 32
+    learning_rate: float = 5e-5
+    warmup_proportion: float = 0.1
+    weight_decay: float = 0.01
+    layerwise_lr_decay: Optional[float] = None
+    dropout: Optional[float] = None
+    jit_compile: bool = False
+    checkpoint_interval: int = 1000
+    labels: Optional[list] = None
+
+
+@dataclasses.dataclass
+class TaskFiles:
+    """The files of a run: `train` (one path or None), `dev` (paths: the first is the main dev
+    set, e.g. MNLI matched, others are reported under their own names) and `test` (paths).
+
+    >>> TaskFiles("train.tsv", ["dev.tsv"], []).dev
+    ['dev.tsv']
+    """
+
+    train: Optional[str]
+    dev: list
+    test: list
+
+
+def finetune(task, make_encoder, tokenizer, files, model_dir, settings, strategy, seeds=(0,),
+             log=print):
+    """Train and evaluate `task` once per seed; return the results written to `eval_results.json`.
+
+    One seed runs in `model_dir` itself. Several run in `model_dir/seed_<s>/`
+    each; then `model_dir` gets the files of the median run (by the task's
+    score) and an `eval_results.json` with that run's metrics, each metric's
+    median / min / max / standard deviation over the seeds (`seeds_summary`),
+    every seed's results and the seeds whose predictions were degenerate.
+    """
+    if len(seeds) == 1:
+        return finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, strategy,
+                             seeds[0], log)
+    runs = []
+    for seed in seeds:
+        log(f"=== seed {seed} ===")
+        run_dir = os.path.join(model_dir, f"seed_{seed}")
+        runs.append((seed, run_dir, finetune_seed(task, make_encoder, tokenizer, files, run_dir,
+                                                  settings, strategy, seed, log)))
+    order = sorted(range(len(runs)), key=lambda index: runs[index][2]["score"])
+    seed, run_dir, median = runs[order[(len(runs) - 1) // 2]]
+    for name in os.listdir(run_dir):
+        path = os.path.join(run_dir, name)
+        if os.path.isfile(path) and name not in (EVAL_RESULTS, EVAL_HISTORY, "checkpoint") and \
+                not name.startswith("ckpt-"):
+            shutil.copyfile(path, os.path.join(model_dir, name))
+    metric_names = [name for name, value in median.items() if isinstance(value, float)]
+    summary = {name: _spread([run[2][name] for run in runs]) for name in metric_names
+               if all(isinstance(run[2].get(name), float) for run in runs)}
+    results = {**median, "seed": seed, "seeds_summary": summary,
+               "seeds": {str(run[0]): run[2] for run in runs},
+               "degenerate_seeds": [run[0] for run in runs if run[2]["degenerate"]]}
+    write_json(os.path.join(model_dir, EVAL_RESULTS), results)
+    for name, spread in summary.items():
+        log(f"{name}: median {spread['median']:.4f} (min {spread['min']:.4f}, "
+            f"max {spread['max']:.4f}, std {spread['std']:.4f}) over {len(runs)} seeds")
+    return results
+
+
+def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, strategy, seed, log):
+    """One seed's run (see the module docstring); returns its `eval_results.json` content."""
+    os.makedirs(model_dir, exist_ok=True)
+    train_examples = task.read(files.train, "train")
+    dev_sets = [(path, task.read(path, "dev")) for path in files.dev]
+    settings = dataclasses.replace(settings, labels=settings.labels or
+                                   task.labels(train_examples))
+    tuning_examples = None
+    if settings.tune_null_threshold:
+        train_examples, tuning_examples = hold_out_paragraphs(train_examples)
+        log(f"Null threshold tuned on {len(tuning_examples)} held-out training questions")
+
+    keras.utils.set_random_seed(seed)
+    batches_per_epoch = count_batches(task.dataset(train_examples, tokenizer, settings,
+                                                   settings.train_batch_size, training=True))
+    train_steps = max(1, math.ceil(batches_per_epoch * settings.num_train_epochs))
+    epoch_ends = sorted({min(train_steps, batches_per_epoch * epoch) for epoch in
+                         range(1, math.ceil(settings.num_train_epochs) + 1)})
+    with strategy.scope():
+        model = build_task_model(make_encoder(), task.model_task, num_labels=_num_labels(
+            task, settings), id2label=settings.labels, dropout=settings.dropout)
+        model.compile(optimizer=create_optimizer(
+            "adamw", settings.learning_rate, num_train_steps=train_steps,
+            num_warmup_steps=int(settings.warmup_proportion * train_steps),
+            weight_decay=settings.weight_decay, global_clipnorm=1.0,
+            lr_multipliers=None if settings.layerwise_lr_decay is None else
+            layerwise_lr_multipliers(model, settings.layerwise_lr_decay)))
+    log(f"{task.name}: {len(train_examples)} training examples, {batches_per_epoch} batches of "
+        f"{settings.train_batch_size} per epoch, {train_steps} steps")
+
+    def train_batches(context):
+        batch_size = context.get_per_replica_batch_size(settings.train_batch_size)
+        return task.dataset(train_examples, tokenizer, settings, batch_size, training=True,
+                            seed=seed).repeat()
+
+    history = _read_history(model_dir)
+    writer = tf.summary.create_file_writer(os.path.join(model_dir, "eval"))
+    for epoch, end_step in enumerate(epoch_ends, start=1):
+        if any(entry["epoch"] == epoch for entry in history):
+            continue  # trained and evaluated before a restart
+        train(model, strategy, train_batches, model_dir, end_step,
+              checkpoint_interval=settings.checkpoint_interval,
+              steps_per_loop=min(100, settings.checkpoint_interval),
+              jit_compile=settings.jit_compile, log=log)
+        if tuning_examples is not None:
+            settings.null_score_diff_threshold = task.tuned_null_threshold(
+                model, tuning_examples, tokenizer, settings, settings.eval_batch_size)
+        entry = evaluate_dev(task, model, tokenizer, dev_sets, settings,
+                             os.path.join(model_dir, "epochs", f"epoch_{epoch}"))
+        entry.update(epoch=epoch, step=end_step)
+        log(f"\nEpoch {epoch}: " + ", ".join(f"{name} {value:.4f}" for name, value in
+                                           entry.items() if isinstance(value, float)))
+        if entry["degenerate"]:
+            log(f"Epoch {epoch}: WARNING every dev prediction is the same (a degenerate run)")
+        with writer.as_default(step=end_step):
+            for name, value in entry.items():
+                if isinstance(value, float):
+                    tf.summary.write(name, tf.constant(value, tf.float32),
+                                     metadata=_SCALAR_METADATA)
+        if all(entry["score"] > old["score"] for old in history):
+            _keep_best(model, model_dir, entry)
+        history.append(entry)
+        write_json(os.path.join(model_dir, EVAL_HISTORY), history)
+    writer.flush()
+    best = max(history, key=lambda old: old["score"])
+    if files.test:
+        best_model = keras.models.load_model(os.path.join(model_dir, MODEL_FILE))
+        for path in files.test:
+            written = task.predict(best_model, task.read(path, "test"), tokenizer, settings,
+                                   settings.eval_batch_size, model_dir, path)
+            log(f"Test predictions: {written}")
+    return best
+
+
+def evaluate_dev(task, model, tokenizer, dev_sets, settings, output_dir):
+    """The metrics on every dev file, prediction files written to `output_dir`: the first file's
+    metrics under their own names, the others' under the file's name (e.g. `dev_mismatched`)."""
+    os.makedirs(output_dir, exist_ok=True)
+    entry = {}
+    for number, (path, examples) in enumerate(dev_sets):
+        evaluation = task.evaluate(model, examples, tokenizer, settings, settings.eval_batch_size,
+                                   output_dir, path)
+        if number == 0:
+            entry.update(evaluation.metrics, score=float(evaluation.score),
+                         degenerate=evaluation.degenerate)
+        else:
+            entry[_file_stem(path)] = evaluation.metrics
+    return entry
+
+
+def hold_out_paragraphs(examples, every=20):
+    """`(kept, held_out)`: the questions of every `every`-th distinct context are held out, so
+    no held-out question shares its paragraph with a training question."""
+    contexts = list(dict.fromkeys(example.context for example in examples))
+    held = {context for index, context in enumerate(contexts) if index % every == every - 1}
+    if not held:
+        raise ValueError(f"tune_null_threshold needs at least {every} paragraphs in the training "
+                         f"file, got {len(contexts)}")
+    return ([example for example in examples if example.context not in held],
+            [example for example in examples if example.context in held])
+
+
+def count_batches(dataset):
+    """Batches in one pass of a finite dataset (its cardinality, or counted by reading it)."""
+    cardinality = int(dataset.cardinality())
+    if cardinality >= 0:
+        return cardinality
+    return int(dataset.reduce(np.int64(0), lambda count, _: count + 1))
+
+
+def write_json(path, value):
+    return write_atomically(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def _keep_best(model, model_dir, entry):
+    """Copy the epoch's prediction files to `model_dir`, save the model, then the results."""
+    epoch_dir = os.path.join(model_dir, "epochs", f"epoch_{entry['epoch']}")
+    for name in os.listdir(epoch_dir):
+        shutil.copyfile(os.path.join(epoch_dir, name), os.path.join(model_dir, name))
+    temporary = os.path.join(model_dir, ".tmp-" + MODEL_FILE)
+    model.save(temporary)
+    os.replace(temporary, os.path.join(model_dir, MODEL_FILE))
+    write_json(os.path.join(model_dir, EVAL_RESULTS), entry)
+
+
+def _read_history(model_dir):
+    path = os.path.join(model_dir, EVAL_HISTORY)
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def _num_labels(task, settings):
+    if task.model_task in ("question_answering", "multiple_choice"):
+        return None
+    return len(settings.labels) if settings.labels else 1
+
+
+def _file_stem(path):
+    return os.path.basename(path).split(".")[0]
+
+
+def _spread(values):
+    values = np.asarray(values, np.float64)
+    return {"median": float(np.median(values)), "min": float(values.min()),
+            "max": float(values.max()), "std": float(values.std())}

@@ -1,0 +1,294 @@
+"""The fine-tuning tasks of `kerasbert-finetune`: their files, datasets, metrics and prediction files.
+
+Each task is a `FinetuningTask` with one interface: `read(path)` the checked examples of a
+file, `dataset(...)` its batches, `evaluate(...)` the official metrics of a model's predictions
+on a dev file (writing the prediction files the task's community reads), `predict(...)` the
+prediction file of a test split.
+
+    GLUE (cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli) and wordnet_gloss
+    squad_v1, squad_v2       SQuAD v1.1 / v2.0 JSON
+    conll2003                CoNLL-2003 named entities
+    swag                     SWAG multiple choice
+"""
+
+import dataclasses
+import os
+
+import numpy as np
+
+from kerasbert.data import conll, glue, squad, squad_decoding, squad_features, swag
+from kerasbert.data.glue_tasks import TASKS as GLUE_TASKS
+from kerasbert.data.glue_tasks import get_task
+from kerasbert.training import entity_metrics, glue_metrics, squad_evaluation
+
+
+@dataclasses.dataclass
+class Evaluation:
+    """What `FinetuningTask.evaluate` found on a dev file.
+
+    `metrics`: the task's official metrics by their usual names; `score`: the one number the
+    best epoch is chosen by (GLUE: the mean of the task's metrics; SQuAD and CoNLL: F1; SWAG:
+    accuracy); `degenerate`: every prediction was the same.
+
+    >>> Evaluation({"accuracy": 0.5}, 0.5, degenerate=True).degenerate
+    True
+    """
+
+    metrics: dict
+    score: float
+    degenerate: bool
+
+
+class FinetuningTask:
+    """A task `kerasbert-finetune` trains: subclasses fill in the files and the metrics.
+
+    Attributes: `name`, `model_task` (a `kerasbert.models.TASKS` name),
+    `default_files` (role -> official file names under `--data_dir`; the dev
+    role may name several files, e.g. MNLI's matched and mismatched).
+
+    >>> sorted(get_finetuning_task("swag").default_files)
+    ['dev', 'test', 'train']
+    """
+
+    name = None
+    model_task = None
+    default_files = {}
+
+    def labels(self, train_examples):
+        """The label names, in id order (None for span and choice tasks)."""
+        return None
+
+    def read(self, path, role):
+        """The checked examples of the `role` ("train", "dev" or "test") file at `path`."""
+        raise NotImplementedError
+
+    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0):
+        raise NotImplementedError
+
+    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        raise NotImplementedError
+
+    def predict(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        raise NotImplementedError(f"{self.name} has no test prediction format")
+
+
+class GlueFinetuning(FinetuningTask):
+    """A GLUE task (or the shipped `wordnet_gloss` set): TSV files, sequence classification.
+
+    >>> GlueFinetuning("cola").default_files["train"], len(GlueFinetuning("wordnet_gloss").labels([]))
+    (['train.tsv'], 45)
+    """
+
+    model_task = "sequence_classification"
+
+    def __init__(self, name):
+        self.name = name
+        self.task = get_task(name)
+        self.default_files = {role: [self.task.splits[split].file_name
+                                     for split in self.task.splits_of_role(role)
+                                     if split != "diagnostic"]
+                              for role in ("train", "dev", "test")}
+
+    def labels(self, train_examples):
+        return list(self.task.labels) if self.task.labels else None
+
+    def read(self, path, role):
+        split = self._split(path) or self.task.splits_of_role(role)[0]
+        return list(glue.glue_examples(self.task, path, split))
+
+    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0):
+        return glue.examples_dataset(self.task, examples, tokenizer, settings.max_seq_length,
+                                     batch_size, shuffle=training, seed=seed)
+
+    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        predictions = self._predictions(model, examples, tokenizer, settings, batch_size)
+        metrics = glue_metrics.glue_metrics(self.task, glue.example_labels(self.task, examples),
+                                            predictions)
+        glue.write_dev_predictions(os.path.join(output_dir, self._predictions_file(path)),
+                                   self.task, examples, predictions)
+        return Evaluation(metrics, float(np.mean(list(metrics.values()))),
+                          glue_metrics.is_degenerate(predictions))
+
+    def predict(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        predictions = self._predictions(model, examples, tokenizer, settings, batch_size)
+        split = self._split(path)
+        if split is not None and self.task.splits[split].submission_file:
+            return glue.write_test_predictions(output_dir, self.task, split, examples,
+                                               predictions)
+        return glue.write_dev_predictions(
+            os.path.join(output_dir, "test_predictions.tsv"), self.task, examples, predictions)
+
+    def _predictions(self, model, examples, tokenizer, settings, batch_size):
+        dataset = self.dataset(examples, tokenizer, settings, batch_size, training=False)
+        logits = model.predict(dataset, verbose=0)["logits"]
+        return glue.predictions_from_logits(self.task, logits)
+
+    def _split(self, path):
+        try:
+            return self.task.split_of_file(path)
+        except ValueError:
+            return None  # a file of the task's layout under another name
+
+    def _predictions_file(self, path):
+        split = self._split(path)
+        dev_splits = self.task.splits_of_role("dev")
+        if split is None or split == dev_splits[0]:
+            return "dev_predictions.tsv"
+        return f"{split}_predictions.tsv"
+
+
+class SquadFinetuning(FinetuningTask):
+    """SQuAD v1.1 or v2.0: JSON files, span question answering, the official evaluation.
+
+    >>> SquadFinetuning(version_2=True).default_files["dev"]
+    ['dev-v2.0.json']
+    """
+
+    model_task = "question_answering"
+
+    def __init__(self, version_2):
+        self.version_2 = version_2
+        self.name = "squad_v2" if version_2 else "squad_v1"
+        suffix = "v2.0" if version_2 else "v1.1"
+        self.default_files = {"train": [f"train-{suffix}.json"], "dev": [f"dev-{suffix}.json"],
+                              "test": []}
+
+    def read(self, path, role):
+        return squad.read_squad(path)
+
+    def features(self, examples, tokenizer, settings, training):
+        return squad_features.squad_features(
+            examples, tokenizer, settings.max_seq_length, settings.doc_stride,
+            settings.max_query_length, is_training=training)
+
+    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0):
+        features = self.features(examples, tokenizer, settings, training)
+        return squad_features.squad_dataset(features, batch_size, shuffle=training, seed=seed)
+
+    def decode(self, model, examples, tokenizer, settings, batch_size, threshold):
+        """`SquadPredictions` of `model` on `examples` with null threshold `threshold`."""
+        features = self.features(examples, tokenizer, settings, training=False)
+        outputs = model.predict(squad_features.squad_dataset(features, batch_size), verbose=0)
+        return squad_decoding.decode_squad(
+            examples, features, outputs["start_logits"], outputs["end_logits"],
+            n_best_size=settings.n_best_size, max_answer_length=settings.max_answer_length,
+            version_2_with_negative=self.version_2, null_score_diff_threshold=threshold)
+
+    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        decoded = self.decode(model, examples, tokenizer, settings, batch_size,
+                              settings.null_score_diff_threshold)
+        squad_decoding.write_squad_predictions(output_dir, decoded)
+        metrics = squad_evaluation.evaluate_squad(examples, decoded.texts, decoded.null_odds,
+                                                  version_2_with_negative=self.version_2)
+        if self.version_2:
+            metrics["null_score_diff_threshold"] = settings.null_score_diff_threshold
+        answers = list(decoded.texts.values())
+        return Evaluation(metrics, metrics["f1"], len(set(answers)) <= 1)
+
+    def tuned_null_threshold(self, model, examples, tokenizer, settings, batch_size):
+        """The null threshold that maximises F1 on `examples` (`best_f1_thresh` of the official
+        v2.0 evaluation of the best non-null answers and their null odds)."""
+        decoded = self.decode(model, examples, tokenizer, settings, batch_size, float("inf"))
+        scores = squad_evaluation.evaluate_squad(examples, decoded.texts, decoded.null_odds,
+                                                 version_2_with_negative=True)
+        return float(scores["best_f1_thresh"])
+
+
+class ConllFinetuning(FinetuningTask):
+    """CoNLL-2003 named entities: `word POS chunk tag` files, entity-level scores.
+
+    >>> ConllFinetuning().model_task, ConllFinetuning().default_files["dev"]
+    ('token_classification', ['eng.testa'])
+    """
+
+    name = "conll2003"
+    model_task = "token_classification"
+    default_files = {"train": ["eng.train"], "dev": ["eng.testa"], "test": ["eng.testb"]}
+
+    def labels(self, train_examples):
+        return conll.conll_labels(train_examples)
+
+    def read(self, path, role):
+        return conll.read_conll(path)
+
+    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0):
+        return conll.conll_dataset(examples, tokenizer, settings.labels, batch_size,
+                                   settings.max_seq_length, shuffle=training, seed=seed)
+
+    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        predicted = self._tags(model, examples, tokenizer, settings, batch_size)
+        conll.write_conll_predictions(os.path.join(output_dir, "dev_predictions.txt"), examples,
+                                      predicted)
+        metrics = entity_metrics.entity_scores([list(s.tags) for s in examples], predicted)
+        return Evaluation(metrics, metrics["f1"],
+                          len({tag for tags in predicted for tag in tags}) <= 1)
+
+    def predict(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        predicted = self._tags(model, examples, tokenizer, settings, batch_size)
+        return conll.write_conll_predictions(os.path.join(output_dir, "test_predictions.txt"),
+                                             examples, predicted)
+
+    def _tags(self, model, examples, tokenizer, settings, batch_size):
+        dataset = self.dataset(examples, tokenizer, settings, batch_size, training=False)
+        logits = model.predict(dataset, verbose=0)["logits"]
+        return conll.predicted_tags(examples, settings.labels, logits, dataset)
+
+
+class SwagFinetuning(FinetuningTask):
+    """SWAG: CSV files of four endings, multiple choice, accuracy.
+
+    >>> SwagFinetuning().model_task
+    'multiple_choice'
+    """
+
+    name = "swag"
+    model_task = "multiple_choice"
+    default_files = {"train": ["train.csv"], "dev": ["val.csv"], "test": ["test.csv"]}
+
+    def read(self, path, role):
+        return list(swag.swag_examples(path))
+
+    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0):
+        return swag.swag_examples_dataset(examples, tokenizer, settings.max_seq_length,
+                                          batch_size, shuffle=training, seed=seed)
+
+    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        predictions = self._choices(model, examples, tokenizer, settings, batch_size)
+        swag.write_swag_predictions(os.path.join(output_dir, "dev_predictions.tsv"), examples,
+                                    predictions)
+        metrics = glue_metrics.compute_metrics(swag.METRICS, swag.swag_labels(examples),
+                                               predictions)
+        return Evaluation(metrics, metrics["accuracy"], glue_metrics.is_degenerate(predictions))
+
+    def predict(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        predictions = self._choices(model, examples, tokenizer, settings, batch_size)
+        return swag.write_swag_predictions(os.path.join(output_dir, "test_predictions.tsv"),
+                                           examples, predictions)
+
+    def _choices(self, model, examples, tokenizer, settings, batch_size):
+        dataset = self.dataset(examples, tokenizer, settings, batch_size, training=False)
+        return np.argmax(model.predict(dataset, verbose=0)["logits"], axis=1)
+
+
+def _all_tasks():
+    tasks = {name: GlueFinetuning(name) for name in GLUE_TASKS}
+    tasks.update(squad_v1=SquadFinetuning(False), squad_v2=SquadFinetuning(True),
+                 conll2003=ConllFinetuning(), swag=SwagFinetuning())
+    return tasks
+
+
+FINETUNING_TASKS = _all_tasks()
+
+
+def get_finetuning_task(name):
+    """The `FinetuningTask` called `name` (a key of `FINETUNING_TASKS`).
+
+    >>> task = get_finetuning_task("mnli")
+    >>> task.model_task, task.default_files["dev"]
+    ('sequence_classification', ['dev_matched.tsv', 'dev_mismatched.tsv'])
+    """
+    try:
+        return FINETUNING_TASKS[name]
+    except KeyError:
+        raise ValueError(f"Unknown task {name!r}; expected one of {sorted(FINETUNING_TASKS)}") \
+            from None

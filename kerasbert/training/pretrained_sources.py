@@ -1,0 +1,126 @@
+"""Where fine-tuning starts: a Hugging Face folder, a `.keras` model or a `kerasbert-pretrain` run.
+
+`pretrained_source(path)` tells which it is and gives a factory of fresh encoders with the
+pretrained weights (each fine-tuning seed starts from them again) and, where the source has
+one, its tokenizer.
+"""
+
+import dataclasses
+import json
+import os
+from typing import Callable, Optional
+
+import keras
+import tensorflow as tf
+
+from kerasbert.config import EncoderConfig
+from kerasbert.convert import from_hf
+from kerasbert.models.electra import ElectraPretrainer, generator_config
+from kerasbert.models.encoder import build_encoder
+from kerasbert.models.pretraining import PretrainingModel
+from kerasbert.models.tasks import encoder_of
+from kerasbert.tokenizers import from_hf as tokenizer_from_hf
+from kerasbert.tokenizers.vocabulary_files import load_tokenizer
+from kerasbert.training.loop import model_variables
+
+# What `kerasbert-pretrain` writes into its model directory to describe the model it trains.
+PRETRAINED_MODEL_FILE = "kerasbert_model.json"
+_TOKENIZER_FILES = ("vocab.txt", "vocab.json", "spiece.model", "tokenizer.json")
+
+
+class PretrainedSourceError(ValueError):
+    """A path that is none of the sources fine-tuning can start from, or a broken one."""
+
+
+@dataclasses.dataclass
+class PretrainedSource:
+    """A pretrained model on disk: `make_encoder()` builds a new encoder with its weights (call
+    it under a `tf.distribute` strategy's scope); `tokenizer` is its tokenizer, or None.
+
+    >>> import kerasbert
+    >>> source = PretrainedSource("keras", lambda: kerasbert.zoo.build("bert_tiny_uncased"), None)
+    >>> source.make_encoder().config.hidden_size
+    128
+    """
+
+    kind: str
+    make_encoder: Callable
+    tokenizer: Optional[keras.layers.Layer]
+
+
+def pretrained_source(path):
+    """The `PretrainedSource` at `path`.
+
+    - a folder with `config.json` (Hugging Face): its encoder (`from_hf(path,
+      encoder_only=True)`) and, if the folder has tokenizer files, its tokenizer;
+    - a `.keras` file of a kerasbert model (an encoder, a pretraining or task
+      model): its encoder; no tokenizer;
+    - a `kerasbert-pretrain` model directory (`kerasbert_model.json` and
+      checkpoints): the encoder of its latest checkpoint and the tokenizer it
+      was trained with.
+
+    >>> import tempfile
+    >>> pretrained_source(tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    kerasbert.training.pretrained_sources.PretrainedSourceError: ...
+    """
+    path = os.fspath(path)
+    if os.path.isfile(os.path.join(path, "config.json")):
+        tokenizer = None
+        if any(os.path.isfile(os.path.join(path, name)) for name in _TOKENIZER_FILES):
+            tokenizer = tokenizer_from_hf(path)
+        return PretrainedSource("huggingface", lambda: from_hf(path, encoder_only=True),
+                                tokenizer)
+    if path.endswith(".keras") and os.path.isfile(path):
+        return PretrainedSource("keras", lambda: encoder_of(keras.models.load_model(path)), None)
+    description_path = os.path.join(path, PRETRAINED_MODEL_FILE)
+    if os.path.isfile(description_path):
+        with open(description_path, encoding="utf-8") as file:
+            description = json.load(file)
+        checkpoint = tf.train.latest_checkpoint(path)
+        if checkpoint is None:
+            raise PretrainedSourceError(f"{path}: a kerasbert-pretrain directory without "
+                                        "checkpoints (ckpt-N)")
+        tokenizer = None
+        if description.get("tokenizer"):
+            tokenizer = load_tokenizer(**description["tokenizer"])
+        return PretrainedSource("kerasbert-pretrain",
+                                lambda: _encoder_from_pretraining(description, checkpoint),
+                                tokenizer)
+    raise PretrainedSourceError(
+        f"{path}: not a Hugging Face folder (config.json), a .keras file or a kerasbert-pretrain "
+        f"directory ({PRETRAINED_MODEL_FILE})")
+
+
+def pretraining_description(config, heads, generator_ratio=None, tokenizer=None):
+    """The content of `kerasbert_model.json`: the encoder config, the heads (or the ELECTRA
+    generator's size ratio) and the tokenizer arguments of `load_tokenizer`."""
+    return {"encoder_config": config.to_dict(), "heads": list(heads) if heads else None,
+            "generator_ratio": generator_ratio, "tokenizer": tokenizer}
+
+
+def _checkpoint_key(variable):
+    """Where `tf.train.Checkpoint(model_variables=model_variables(model))` stores a variable
+    (the dict key `model_variables` gives it, with the checkpoint's escape of "." as "..")."""
+    key = variable.path.replace("/", ".").replace(".", "..")
+    return f"model_variables/{key}/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def _encoder_from_pretraining(description, checkpoint):
+    config = EncoderConfig.from_dict(description["encoder_config"])
+    if description.get("generator_ratio"):
+        model = ElectraPretrainer(config, generator_config(config, description["generator_ratio"]))
+    else:
+        model = PretrainingModel(build_encoder(config), description["heads"])
+    encoder = encoder_of(model)
+    stored = {name for name, _ in tf.train.list_variables(checkpoint)}
+    missing = [weight.path for weight in encoder.weights
+               if _checkpoint_key(weight) not in stored]
+    if missing:
+        raise PretrainedSourceError(f"{checkpoint}: no values for the encoder weights {missing}; "
+                                    f"was it written for this model ({PRETRAINED_MODEL_FILE})?")
+    # Dropout seed states are numbered per process and do not matter for fine-tuning.
+    tf.train.Checkpoint(model_variables=model_variables(model)).restore(
+        checkpoint).expect_partial()
+    return encoder

@@ -1,0 +1,226 @@
+"""`kerasbert-finetune` end to end on a slice of the shipped WordNet gloss set (tiny model)."""
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+import sklearn.metrics
+import tensorflow as tf
+
+import kerasbert
+from kerasbert.data import demo
+from kerasbert.training.pretrained_sources import PretrainedSourceError, pretrained_source
+
+pytestmark = pytest.mark.slow
+
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+VOCAB = os.path.join(demo.vocabulary_dir("wordpiece"), "vocab.txt")
+SIZES = {"train": 480, "dev": 160, "test": 60}
+
+
+def labelled_rows(split):
+    with gzip.open(demo.classification_files()[split], "rt", encoding="utf-8") as file:
+        return file.read().splitlines()[1:SIZES[split] + 1]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """A data dir with the task's official (gzip) file names, and a tiny encoder as `.keras`."""
+    root = tmp_path_factory.mktemp("finetune")
+    data_dir = root / "data"
+    data_dir.mkdir()
+    for split, path in demo.classification_files().items():
+        with gzip.open(data_dir / os.path.basename(path), "wt", encoding="utf-8") as file:
+            file.write("label\ttext\n" + "\n".join(labelled_rows(split)) + "\n")
+    encoder = kerasbert.zoo.build("bert_tiny_uncased", vocab_size=len(open(VOCAB).readlines()),
+                                  num_layers=2, hidden_size=64, num_heads=2,
+                                  intermediate_size=128)
+    encoder.save(root / "encoder.keras")
+    return root
+
+
+def finetune_command(workspace, model_dir, *flags):
+    return [sys.executable, "-m", "kerasbert.cli.finetune", "--task=wordnet_gloss",
+            f"--data_dir={workspace / 'data'}", f"--init_from={workspace / 'encoder.keras'}",
+            f"--vocab_file={VOCAB}", f"--model_dir={model_dir}", "--max_seq_length=32",
+            "--train_batch_size=32", "--eval_batch_size=64", "--num_train_epochs=2",
+            "--learning_rate=2e-3", *flags]
+
+
+def run(command, check=True):
+    result = subprocess.run(command, capture_output=True, text=True, env=ENV)
+    if check and result.returncode != 0:
+        raise AssertionError(f"exit {result.returncode}:\n{result.stdout[-3000:]}\n"
+                             f"{result.stderr[-3000:]}")
+    return result
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as file:
+        return json.load(file)
+
+
+def written_predictions(model_dir):
+    with open(os.path.join(model_dir, "dev_predictions.tsv"), encoding="utf-8") as file:
+        lines = file.read().splitlines()
+    assert lines[0] == "index\tprediction"
+    return [line.split("\t") for line in lines[1:]]
+
+
+@pytest.fixture(scope="module")
+def trained(workspace):
+    model_dir = workspace / "run"
+    run(finetune_command(workspace, model_dir))
+    return model_dir
+
+
+def test_writes_the_contract_files(trained):
+    for name in ("eval_results.json", "dev_predictions.tsv", "model.keras", "eval_history.json",
+                 "test_predictions.tsv", "checkpoint"):
+        assert (trained / name).is_file(), name
+    assert any((trained / "train").iterdir()) and any((trained / "eval").iterdir())
+    history = read_json(trained / "eval_history.json")
+    assert [entry["epoch"] for entry in history] == [1, 2]
+    best = max(history, key=lambda entry: entry["score"])
+    results = read_json(trained / "eval_results.json")
+    assert results["epoch"] == best["epoch"] and results["accuracy"] == best["accuracy"]
+    assert len(open(trained / "test_predictions.tsv").read().splitlines()) == SIZES["test"] + 1
+
+
+def test_reported_metrics_equal_scikit_learn_on_the_written_predictions(trained):
+    labels = demo.classification_labels()
+    gold = [row.split("\t")[0] for row in labelled_rows("dev")]
+    predicted = [label for _, label in written_predictions(trained)]
+    assert len(predicted) == len(gold) and set(predicted) <= set(labels)
+    results = read_json(trained / "eval_results.json")
+    assert results["accuracy"] == pytest.approx(sklearn.metrics.accuracy_score(gold, predicted),
+                                                abs=1e-12)
+    assert results["matthews_correlation"] == pytest.approx(
+        sklearn.metrics.matthews_corrcoef(gold, predicted), abs=1e-12)
+    assert results["accuracy"] > 0.1  # 45 classes: it learned something in two short epochs
+
+
+def test_the_best_model_reloads_with_its_label_names_and_gives_the_written_predictions(trained):
+    model = keras.models.load_model(trained / "model.keras")
+    assert isinstance(model, kerasbert.models.TaskModel)
+    assert [model.id2label[i] for i in range(45)] == demo.classification_labels()
+    tokenizer = kerasbert.tokenizers.load_tokenizer(VOCAB) if hasattr(
+        kerasbert.tokenizers, "load_tokenizer") else \
+        kerasbert.tokenizers.vocabulary_files.load_tokenizer(VOCAB)
+    texts = [row.split("\t")[1] for row in labelled_rows("dev")]
+    logits = model.predict(tokenizer(texts, max_length=32), verbose=0)["logits"]
+    assert [model.id2label[i] for i in np.argmax(logits, axis=1)] == [
+        label for _, label in written_predictions(trained)]
+
+
+def test_eval_mode_reproduces_the_best_epoch(trained, tmp_path):
+    model_dir = tmp_path / "eval"
+    model_dir.mkdir()
+    shutil.copy(trained / "model.keras", model_dir / "model.keras")
+    workspace = trained.parent
+    run(finetune_command(workspace, model_dir, "--mode=eval"))
+    ours, best = read_json(model_dir / "eval_results.json"), read_json(
+        trained / "eval_results.json")
+    assert ours["accuracy"] == pytest.approx(best["accuracy"], abs=1e-12)
+    assert ours["matthews_correlation"] == pytest.approx(best["matthews_correlation"], abs=1e-12)
+
+
+def test_resumes_after_a_kill_to_the_same_results(workspace, trained):
+    model_dir = workspace / "killed"
+    command = finetune_command(workspace, model_dir, "--checkpoint_interval=5")
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=ENV)
+    deadline = time.time() + 600
+    while not (model_dir / "ckpt-10.index").exists() and process.poll() is None:
+        assert time.time() < deadline, "no checkpoint within 10 minutes"
+        time.sleep(0.5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (model_dir / "eval_history.json").exists(), "killed before the first evaluation"
+    result = run(command)
+    assert "Restored" in result.stdout
+    resumed, uninterrupted = (read_json(path / "eval_history.json")
+                              for path in (model_dir, trained))
+    for ours, theirs in zip(resumed, uninterrupted):
+        assert ours["accuracy"] == pytest.approx(theirs["accuracy"], abs=1e-9)
+        assert ours["matthews_correlation"] == pytest.approx(theirs["matthews_correlation"],
+                                                             abs=1e-9)
+
+
+def test_several_seeds_report_median_and_spread_with_layerwise_decay(workspace, tmp_path):
+    model_dir = tmp_path / "seeds"
+    run(finetune_command(workspace, model_dir, "--num_seeds=3", "--num_train_epochs=1",
+                         "--layerwise_lr_decay=0.8"))
+    results = read_json(model_dir / "eval_results.json")
+    per_seed = [results["seeds"][seed]["accuracy"] for seed in ("0", "1", "2")]
+    assert results["seeds_summary"]["accuracy"] == {
+        "median": pytest.approx(np.median(per_seed)), "min": pytest.approx(min(per_seed)),
+        "max": pytest.approx(max(per_seed)), "std": pytest.approx(np.std(per_seed))}
+    assert results["accuracy"] == pytest.approx(np.median(per_seed))
+    assert all((model_dir / f"seed_{seed}" / "model.keras").is_file() for seed in range(3))
+    # The top-level files are the median run's: its predictions give its reported accuracy.
+    gold = [row.split("\t")[0] for row in labelled_rows("dev")]
+    predicted = [label for _, label in written_predictions(model_dir)]
+    assert results["accuracy"] == pytest.approx(sklearn.metrics.accuracy_score(gold, predicted))
+    assert isinstance(results["degenerate_seeds"], list)
+
+
+def test_a_malformed_training_file_is_one_line_naming_file_and_line(workspace, tmp_path):
+    data_dir = tmp_path / "data"
+    shutil.copytree(workspace / "data", data_dir)
+    train = data_dir / os.path.basename(demo.classification_files()["train"])
+    with gzip.open(train, "wt", encoding="utf-8") as file:
+        file.write("label\ttext\nnoun.animal\ta dog\nnoun.animal\ttoo\tmany\n")
+    command = finetune_command(workspace, tmp_path / "bad", f"--data_dir={data_dir}")
+    result = run(command, check=False)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    message = [line for line in result.stderr.splitlines() if "kerasbert-finetune" in line]
+    assert len(message) == 1 and str(train) in message[0] and "line 3" in message[0]
+
+
+def test_missing_files_and_sources_are_reported(workspace, tmp_path):
+    result = run(finetune_command(workspace, tmp_path / "m", f"--data_dir={tmp_path}"),
+                 check=False)
+    assert result.returncode == 1 and "does not exist" in result.stderr
+    assert "Traceback" not in result.stderr
+    with pytest.raises(PretrainedSourceError, match="not a Hugging Face folder"):
+        pretrained_source(tmp_path)
+
+
+def test_pretrained_sources_give_the_stored_weights_and_tokenizer(workspace, tmp_path):
+    """A kerasbert-pretrain directory and a Hugging Face folder as `--init_from` sources."""
+    from tests.helpers import hf_config, save_hf_model
+
+    pretrain_dir = tmp_path / "pretrain"
+    run([sys.executable, "-m", "kerasbert.cli.pretrain", "--model=bert_tiny_uncased",
+         "--config_overrides=num_layers=1,hidden_size=32,num_heads=2,intermediate_size=64",
+         f"--text_files={demo.pretraining_corpus_files()[0]}", f"--vocab_file={VOCAB}",
+         f"--model_dir={pretrain_dir}", "--train_steps=2", "--batch_size=4",
+         "--max_seq_length=32", "--steps_per_loop=1"])
+    source = pretrained_source(pretrain_dir)
+    encoder = source.make_encoder()
+    reader = tf.train.load_checkpoint(str(pretrain_dir))
+    stored = reader.get_tensor(
+        "model_variables/embeddings..token_embedding..embeddings/.ATTRIBUTES/VARIABLE_VALUE")
+    np.testing.assert_array_equal(encoder.token_embedding.embeddings.numpy(), stored)
+    assert source.tokenizer.tokenize(["the list"]).to_list() == \
+        kerasbert.tokenizers.vocabulary_files.load_tokenizer(VOCAB).tokenize(
+            ["the list"]).to_list()
+
+    hf_dir = tmp_path / "hf"
+    save_hf_model("BertModel", hf_config("bert"), hf_dir)
+    shutil.copy(VOCAB, hf_dir / "vocab.txt")
+    source = pretrained_source(hf_dir)
+    assert source.kind == "huggingface" and source.tokenizer is not None
+    reference = kerasbert.convert.from_hf(hf_dir, encoder_only=True)
+    for ours, theirs in zip(source.make_encoder().weights, reference.weights):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
