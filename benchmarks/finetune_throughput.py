@@ -77,6 +77,7 @@ import transformers  # noqa: E402
 
 import kerasbert  # noqa: E402
 
+from keras_timing import fit_throughput  # noqa: E402
 from reporting import check_line, format_table  # noqa: E402
 
 TASKS = ("classification", "qa")
@@ -191,33 +192,6 @@ def build_pytorch(config, task, total_steps):
     return model, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, rate_factor)
 
 
-class StepClock(keras.callbacks.Callback):
-    """Seconds of every training step, each ended by reading its loss."""
-
-    def __init__(self):
-        super().__init__()
-        self.seconds = []
-
-    def on_train_batch_begin(self, batch, logs=None):
-        self.start = time.perf_counter()
-
-    def on_train_batch_end(self, batch, logs=None):
-        float(logs["loss"])
-        self.seconds.append(time.perf_counter() - self.start)
-
-
-def keras_throughput(model, batch, warmup, steps):
-    """`(warm-up seconds, median seconds per timed step)` of `model.fit` on `batch` repeated."""
-    dataset = tf.data.Dataset.from_tensors(batch).repeat()
-    start = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=warmup, epochs=1, verbose=0, shuffle=False)
-    warmup_seconds = time.perf_counter() - start
-    clock = StepClock()
-    model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False,
-              callbacks=[clock])
-    return warmup_seconds, statistics.median(clock.seconds)
-
-
 def pytorch_throughput(model, optimizer, scheduler, batch, warmup, steps):
     """`(warm-up seconds, median seconds per timed step)` of an eager PyTorch training loop."""
     def step():
@@ -245,7 +219,7 @@ def run_keras(name, build, batch, warmup, steps):
     """`(warm-up s, s/step, parameters)` of one Keras model, freed afterwards."""
     print(f"  {name} ...", file=sys.stderr, flush=True)
     model = build()
-    result = keras_throughput(model, batch, warmup, steps)
+    result = fit_throughput(model, batch, warmup, steps)
     params = model.count_params()
     del model
     keras.backend.clear_session()

@@ -63,7 +63,6 @@ Run from the repository root:
 import argparse
 import gc
 import os
-import statistics
 import sys
 import time
 
@@ -77,6 +76,7 @@ import tensorflow as tf  # noqa: E402
 
 import kerasbert  # noqa: E402
 
+from keras_timing import fit_throughput  # noqa: E402
 from reporting import check_line, format_table  # noqa: E402
 
 SEQ_LENGTH, PREDICTIONS = 128, 20
@@ -143,37 +143,11 @@ def build_keras_hub(config, jit_compile):
     return model
 
 
-class StepClock(keras.callbacks.Callback):
-    """Seconds of every training step, each ended by reading its loss."""
-
-    def __init__(self):
-        super().__init__()
-        self.seconds = []
-
-    def on_train_batch_begin(self, batch, logs=None):
-        self.start = time.perf_counter()
-
-    def on_train_batch_end(self, batch, logs=None):
-        float(logs["loss"])
-        self.seconds.append(time.perf_counter() - self.start)
-
-
-def train_throughput(model, batch, warmup, steps):
-    """`(warm-up seconds, median seconds per timed step)` of `model.fit` on `batch` repeated."""
-    dataset = tf.data.Dataset.from_tensors(batch).repeat()
-    start = time.perf_counter()
-    model.fit(dataset, steps_per_epoch=warmup, epochs=1, verbose=0)
-    warmup_seconds = time.perf_counter() - start
-    clock = StepClock()
-    model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[clock])
-    return warmup_seconds, statistics.median(clock.seconds)
-
-
 def run(name, build, batch, warmup, steps):
     print(f"  {name} ...", file=sys.stderr, flush=True)
     model = build()
     params = model.count_params()
-    result = (*train_throughput(model, batch, warmup, steps), params)
+    result = (*fit_throughput(model, batch, warmup, steps), params)
     del model
     keras.backend.clear_session()
     gc.collect()

@@ -91,6 +91,23 @@ def hf_outputs(model, inputs):
         )
 
 
+def model_garden_squad_lib():
+    """Model Garden's SQuAD library and tokenization module. `squad_lib` imports `tf_keras`
+    without using it, and tf_keras is not installed (tf-models-official is installed --no-deps):
+    a placeholder module stands in while it is imported."""
+    import sys
+    import types
+
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        if "tf_keras" not in sys.modules:
+            patch.setitem(sys.modules, "tf_keras", types.ModuleType("tf_keras"))
+        from official.nlp.data import squad_lib
+        from official.nlp.tools import tokenization
+    return squad_lib, tokenization
+
+
 def demo_wordpiece_tokenizer():
     """BERT's WordPiece tokenizer over the demo vocabulary that ships with kerasbert."""
     return kerasbert.zoo.build_tokenizer("bert_tiny_uncased",

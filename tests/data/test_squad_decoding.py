@@ -7,8 +7,6 @@ The reference is Model Garden's `official.nlp.data.squad_lib.postprocess_output`
 import collections
 import json
 import os
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -19,6 +17,7 @@ from kerasbert.data.squad import SquadAnswer, SquadExample, read_squad
 from kerasbert.data.squad_decoding import (SquadPredictions, decode_squad,
                                            write_squad_predictions)
 from kerasbert.data.squad_features import squad_features
+from tests.helpers import model_garden_squad_lib
 
 CONTEXT = ("The leader was John Smith (1895-1943). Japanese electronics lead the world. " * 3
            + "In 1999, Zurich's cafe hosted 2,000 people.")
@@ -45,21 +44,10 @@ def squad_file(tmp_path_factory):
     return str(path)
 
 
-def _model_garden_squad_lib():
-    """Model Garden's SQuAD library. It imports `tf_keras` without using it, and tf_keras is not
-    installed (tf-models-official is installed --no-deps): a placeholder module stands in."""
-    with pytest.MonkeyPatch.context() as patch:
-        if "tf_keras" not in sys.modules:
-            patch.setitem(sys.modules, "tf_keras", types.ModuleType("tf_keras"))
-        from official.nlp.data import squad_lib
-        from official.nlp.tools import tokenization
-    return squad_lib, tokenization
-
-
 @pytest.mark.parametrize("version_2", [False, True], ids=["v1.1", "v2.0"])
 def test_decoding_equals_model_garden_postprocess_output_on_random_logits(
         squad_file, wordpiece, version_2):
-    squad_lib, tokenization = _model_garden_squad_lib()
+    squad_lib, tokenization = model_garden_squad_lib()
     their_examples = squad_lib.read_squad_examples(squad_file, is_training=False,
                                                    version_2_with_negative=version_2)
     their_features = []

@@ -8,8 +8,6 @@ kinds, and Model Garden's `official.nlp.data.squad_lib` (Google's BERT SQuAD cod
 import collections
 import json
 import os
-import sys
-import types
 
 import numpy as np
 import pytest
@@ -22,6 +20,7 @@ from kerasbert.data.squad_decoding import decode_squad
 from kerasbert.data.squad_features import (answer_token_span, context_windows,
                                            max_context_windows, squad_dataset, squad_features)
 from kerasbert.data.task_errors import TaskDataError
+from tests.helpers import model_garden_squad_lib
 
 PRESETS = {"wordpiece": "bert_tiny_uncased", "byte_pair": "roberta_base",
            "sentence_piece": "albert_base_v2"}
@@ -128,21 +127,10 @@ def test_windows_equal_transformers_overflow_with_overlap_of_capacity_minus_doc_
 
 # --- max context ---
 
-def _model_garden_squad_lib():
-    """Model Garden's SQuAD library. It imports `tf_keras` without using it, and tf_keras is not
-    installed (tf-models-official is installed --no-deps): a placeholder module stands in."""
-    with pytest.MonkeyPatch.context() as patch:
-        if "tf_keras" not in sys.modules:
-            patch.setitem(sys.modules, "tf_keras", types.ModuleType("tf_keras"))
-        from official.nlp.data import squad_lib
-        from official.nlp.tools import tokenization
-    return squad_lib, tokenization
-
-
 @pytest.mark.parametrize("num_tokens, capacity, stride", [
     (10, 4, 3), (37, 12, 5), (37, 12, 12), (50, 20, 7), (9, 9, 2), (23, 8, 1), (64, 16, 10)])
 def test_max_context_windows_equal_model_garden_check_is_max_context(num_tokens, capacity, stride):
-    squad_lib, _ = _model_garden_squad_lib()
+    squad_lib, _ = model_garden_squad_lib()
     windows = context_windows(num_tokens, capacity, stride)
     doc_span = collections.namedtuple("DocSpan", ["start", "length"])
     spans = [doc_span(start, length) for start, length in windows]
@@ -193,7 +181,7 @@ def _answerable(qas_id, question, context, text, occurrence=0):
 
 
 def test_features_equal_model_garden_squad_lib_for_wordpiece(tmp_path, wordpiece):
-    squad_lib, tokenization = _model_garden_squad_lib()
+    squad_lib, tokenization = model_garden_squad_lib()
     short = "Python's list.sort() method sorts the list in place; sorted() returns a new list."
     path = _squad_file(tmp_path, [
         (LONG_CONTEXT, [
