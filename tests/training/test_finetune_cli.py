@@ -121,7 +121,7 @@ def test_the_best_model_reloads_with_its_label_names_and_gives_the_written_predi
         label for _, label in written_predictions(trained)]
 
 
-def test_eval_mode_reproduces_the_best_epoch(trained, tmp_path):
+def test_eval_and_predict_modes_reproduce_the_best_epoch(trained, tmp_path):
     model_dir = tmp_path / "eval"
     model_dir.mkdir()
     shutil.copy(trained / "model.keras", model_dir / "model.keras")
@@ -131,6 +131,9 @@ def test_eval_mode_reproduces_the_best_epoch(trained, tmp_path):
         trained / "eval_results.json")
     assert ours["accuracy"] == pytest.approx(best["accuracy"], abs=1e-12)
     assert ours["matthews_correlation"] == pytest.approx(best["matthews_correlation"], abs=1e-12)
+    run(finetune_command(workspace, model_dir, "--mode=predict"))
+    assert (model_dir / "test_predictions.tsv").read_text() == (
+        trained / "test_predictions.tsv").read_text()
 
 
 def test_resumes_after_a_kill_to_the_same_results(workspace, trained):
