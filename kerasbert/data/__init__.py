@@ -1,8 +1,7 @@
 """Data: corpus reading, pretraining instances, masking, TFRecords and task readers."""
 
 from kerasbert.data import (conll, corpus, demo, glue, glue_tasks, instances, masking, pretraining,
-                            sentence_split, squad, squad_decoding, squad_features, swag, tfrecords,
-                            token_windows)
+                            sentence_split, squad, squad_decoding, swag, tfrecords, token_windows)
 from kerasbert.data.conll import conll_dataset, read_conll
 from kerasbert.data.glue import glue_dataset, glue_examples
 from kerasbert.data.masking import MaskedLmMasker

@@ -16,7 +16,9 @@ import os
 
 import numpy as np
 
-from kerasbert.data import conll, glue, squad, squad_decoding, squad_features, swag
+from kerasbert.data import conll, glue, squad, squad_decoding, swag
+# `kerasbert.data.squad_features` is the function (the package exports it over its module).
+from kerasbert.data.squad_features import squad_dataset, squad_features
 from kerasbert.data.glue_tasks import TASKS as GLUE_TASKS
 from kerasbert.data.glue_tasks import get_task
 from kerasbert.training import entity_metrics, glue_metrics, squad_evaluation
@@ -157,18 +159,18 @@ class SquadFinetuning(FinetuningTask):
         return squad.read_squad(path)
 
     def features(self, examples, tokenizer, settings, training):
-        return squad_features.squad_features(
+        return squad_features(
             examples, tokenizer, settings.max_seq_length, settings.doc_stride,
             settings.max_query_length, is_training=training)
 
     def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0):
         features = self.features(examples, tokenizer, settings, training)
-        return squad_features.squad_dataset(features, batch_size, shuffle=training, seed=seed)
+        return squad_dataset(features, batch_size, shuffle=training, seed=seed)
 
     def decode(self, model, examples, tokenizer, settings, batch_size, threshold):
         """`SquadPredictions` of `model` on `examples` with null threshold `threshold`."""
         features = self.features(examples, tokenizer, settings, training=False)
-        outputs = model.predict(squad_features.squad_dataset(features, batch_size), verbose=0)
+        outputs = model.predict(squad_dataset(features, batch_size), verbose=0)
         return squad_decoding.decode_squad(
             examples, features, outputs["start_logits"], outputs["end_logits"],
             n_best_size=settings.n_best_size, max_answer_length=settings.max_answer_length,
