@@ -94,7 +94,11 @@ class TaskModel(BatchDictTraining, keras.Model):
     `id2label` (label names) is part of the config and saved with the model.
 
     The encoder must have a pooler exactly when the head reads it;
-    `build_task_model` adapts any encoder.
+    `build_task_model` adapts any encoder. Classification and multiple choice
+    heads read one token, so the model is built on the encoder's layers with
+    `Encoder.outputs_at_positions`: the last transformer layer runs only for
+    that token (the same logits, less work; the encoder stays `model.encoder`,
+    sharing every weight).
 
     Batches of kerasbert's task datasets (a dict with the inputs and `labels`,
     or `start_positions` / `end_positions`) go straight into `fit` and
@@ -160,8 +164,11 @@ class TaskModel(BatchDictTraining, keras.Model):
         if choices:
             fold = FoldChoices(name="fold_choices")
             encoder_inputs = {name: fold(inputs[name]) for name in INPUT_NAMES}
-        encoded = encoder(encoder_inputs)
         if summary is not None:
+            # The head reads one token: the last layer runs only there (the pooler reads the
+            # first token; a first-token head asks for position 0).
+            first = encoder_inputs["token_ids"][:, :0 if summary.source == "pooled_output" else 1]
+            encoded = encoder.outputs_at_positions(encoder_inputs, keras.ops.zeros_like(first))
             summarized = (encoded["pooled_output"] if summary.source == "pooled_output"
                           else encoded["sequence_output"][:, 0, :])
             if summary.dropout_first:
@@ -175,9 +182,10 @@ class TaskModel(BatchDictTraining, keras.Model):
             outputs = {"logits": logits}
         elif task == "token_classification":
             outputs = {"logits": keras.ops.cast(
-                output_layer(head_dropout(encoded["sequence_output"])), "float32")}
+                output_layer(head_dropout(encoder(encoder_inputs)["sequence_output"])), "float32")}
         else:
-            span_logits = keras.ops.cast(output_layer(encoded["sequence_output"]), "float32")
+            span_logits = keras.ops.cast(output_layer(encoder(encoder_inputs)["sequence_output"]),
+                                         "float32")
             outputs = {"start_logits": span_logits[..., 0], "end_logits": span_logits[..., 1]}
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 

@@ -46,13 +46,14 @@ def _check_decay(decay):
 
 
 def _encoders_in(layer):
-    """The distinct `Encoder`s that `layer` is or holds, searched through nested `.layers`."""
+    """The distinct `Encoder`s that `layer` is or holds, searched through all tracked sublayers
+    (a model built on an encoder's layers holds it as an attribute, not in `.layers`)."""
     if isinstance(layer, Encoder):
         return [layer]
     found = []
-    for sublayer in getattr(layer, "layers", ()):
-        found.extend(encoder for encoder in _encoders_in(sublayer)
-                     if all(encoder is not known for known in found))
+    for sublayer in layer._flatten_layers(include_self=False, recursive=True):
+        if isinstance(sublayer, Encoder) and all(sublayer is not known for known in found):
+            found.append(sublayer)
     return found
 
 
