@@ -121,3 +121,38 @@ def first_pretraining_batch(tokenizer, objective, max_seq_length, max_prediction
                                   max_predictions_per_seq=max_predictions_per_seq,
                                   shuffle_buffer=50)
     return {name: value.numpy() for name, value in next(iter(dataset)).items()}
+
+
+# The tiny BERT pretraining recipe on the demo corpus (tests/training/conftest.py trains it).
+
+PRETRAINING_LENGTH, PRETRAINING_PREDICTIONS, PRETRAINING_BATCH = 64, 10, 32
+# Random next sentences come from any document of a shard (183-184 documents), as in Google's
+# create_pretraining_data, rather than from windows of 64 neighbouring pages on one topic.
+PRETRAINING_WINDOW = 256
+PRETRAINING_STEPS, PRETRAINING_LEARNING_RATE = 3000, 1e-3
+PRETRAINING_SEED = 0
+
+
+def pretraining_shards():
+    """(training shards, held-out shard): the first three demo corpus files, and the last."""
+    files = kerasbert.data.demo.pretraining_corpus_files()
+    return files[:-1], files[-1:]
+
+
+def demo_pretraining_dataset(tokenizer, objective, held_out):
+    """The demo corpus's pretraining batches: endless and shuffled for training, one pass over
+    the held-out shard otherwise."""
+    train_files, held_out_files = pretraining_shards()
+    return pretraining_dataset(
+        held_out_files if held_out else train_files, tokenizer, objective=objective,
+        batch_size=PRETRAINING_BATCH, max_seq_length=PRETRAINING_LENGTH,
+        max_predictions_per_seq=PRETRAINING_PREDICTIONS, epochs=1 if held_out else None,
+        shuffle_buffer=0 if held_out else 5000, window_size=PRETRAINING_WINDOW,
+        seed=PRETRAINING_SEED + 1 if held_out else PRETRAINING_SEED)
+
+
+def tiny_demo_config(preset, tokenizer, **overrides):
+    """`preset`'s config shrunk to 2 layers of hidden size 128 over the demo vocabulary."""
+    return kerasbert.zoo.get_config(preset).replace(
+        vocab_size=tokenizer.vocabulary_size(), num_layers=2, hidden_size=128, num_heads=2,
+        intermediate_size=512, max_positions=PRETRAINING_LENGTH, **overrides)

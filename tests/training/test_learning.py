@@ -1,7 +1,8 @@
 """Proof that pretraining learns: a tiny BERT (MLM + NSP) and a tiny ELECTRA trained for a few
 minutes on the shipped corpus, judged on a held-out shard against baselines measured on it.
 
-Training reads shards 0-2 of `kerasbert.data.demo.pretraining_corpus_files()`; every figure
+Training reads shards 0-2 of `kerasbert.data.demo.pretraining_corpus_files()` (the BERT model
+is the session's `pretrained_tiny_bert_file`, tests/training/conftest.py); every figure
 asserted is measured on shard 3, which training never sees (`model.evaluate`), against the
 best a model could do without learning: always predicting the held-out data's most frequent
 masked token (MLM), its more frequent next-sentence label (NSP), and the RTD loss of the
@@ -19,47 +20,14 @@ import keras
 import numpy as np
 import pytest
 
-import kerasbert
-import kerasbert.data.demo
-from kerasbert.data import pretraining_dataset
 from kerasbert.models.electra import ElectraPretrainer, generator_config
 from kerasbert.training import create_optimizer
-from tests.helpers import demo_wordpiece_tokenizer
+from tests.helpers import demo_pretraining_dataset, tiny_demo_config
 
 pytestmark = pytest.mark.slow
 
-MAX_LENGTH, PREDICTIONS, BATCH = 64, 10, 32
-# Random next sentences come from any document of a shard (183-184 documents), as in Google's
-# create_pretraining_data, rather than from windows of 64 neighbouring pages on one topic.
-WINDOW = 256
-BERT_STEPS, BERT_LEARNING_RATE = 3000, 1e-3
 ELECTRA_STEPS, ELECTRA_LEARNING_RATE = 1000, 1e-3
 SEED = 0
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return demo_wordpiece_tokenizer()
-
-
-def _files():
-    files = kerasbert.data.demo.pretraining_corpus_files()
-    return files[:-1], files[-1:]
-
-
-def _dataset(tokenizer, objective, held_out):
-    train_files, held_out_files = _files()
-    return pretraining_dataset(
-        held_out_files if held_out else train_files, tokenizer, objective=objective,
-        batch_size=BATCH, max_seq_length=MAX_LENGTH, max_predictions_per_seq=PREDICTIONS,
-        epochs=1 if held_out else None, shuffle_buffer=0 if held_out else 5000,
-        window_size=WINDOW, seed=SEED + 1 if held_out else SEED)
-
-
-def _tiny_config(preset, tokenizer, **overrides):
-    return kerasbert.zoo.get_config(preset).replace(
-        vocab_size=tokenizer.vocabulary_size(), num_layers=2, hidden_size=128, num_heads=2,
-        intermediate_size=512, max_positions=MAX_LENGTH, **overrides)
 
 
 def _baselines(held_out):
@@ -77,16 +45,9 @@ def _baselines(held_out):
         majority * (1 - majority) / pairs)
 
 
-def test_tiny_bert_learns_masked_lm_and_next_sentence(tokenizer):
-    keras.utils.set_random_seed(SEED)
-    model = kerasbert.models.build_pretraining_model(_tiny_config("bert_tiny_uncased", tokenizer))
-    model.compile(optimizer=create_optimizer("adamw", BERT_LEARNING_RATE,
-                                             num_train_steps=BERT_STEPS,
-                                             num_warmup_steps=BERT_STEPS // 10))
-    model.fit(_dataset(tokenizer, "nsp", held_out=False), steps_per_epoch=BERT_STEPS, epochs=1,
-              verbose=0)
-
-    held_out = _dataset(tokenizer, "nsp", held_out=True)
+def test_tiny_bert_learns_masked_lm_and_next_sentence(pretrained_tiny_bert_file, demo_tokenizer):
+    model = keras.saving.load_model(pretrained_tiny_bert_file)
+    held_out = demo_pretraining_dataset(demo_tokenizer, "nsp", held_out=True)
     mlm_baseline, nsp_baseline, nsp_error = _baselines(held_out)
     scores = model.evaluate(held_out, verbose=0, return_dict=True)
     print(f"held out: MLM accuracy {scores['mlm_logits_accuracy']:.3f} (most frequent token "
@@ -113,16 +74,16 @@ def _rtd_loss_and_base_rate_entropy(model, held_out):
     return losses.mean(), -(rate * np.log(rate) + (1 - rate) * np.log(1 - rate))
 
 
-def test_tiny_electra_rtd_loss_falls(tokenizer):
+def test_tiny_electra_rtd_loss_falls(demo_tokenizer):
     keras.utils.set_random_seed(SEED)
-    config = _tiny_config("electra_small_discriminator", tokenizer, embedding_size=128)
+    config = tiny_demo_config("electra_small_discriminator", demo_tokenizer, embedding_size=128)
     model = ElectraPretrainer(config, generator_config(config, 0.25), seed=SEED)
     model.compile(optimizer=create_optimizer("adamw", ELECTRA_LEARNING_RATE,
                                              num_train_steps=ELECTRA_STEPS,
                                              num_warmup_steps=ELECTRA_STEPS // 10))
-    held_out = _dataset(tokenizer, "electra", held_out=True)
+    held_out = demo_pretraining_dataset(demo_tokenizer, "electra", held_out=True)
     before, _ = _rtd_loss_and_base_rate_entropy(model, held_out)
-    history = model.fit(_dataset(tokenizer, "electra", held_out=False),
+    history = model.fit(demo_pretraining_dataset(demo_tokenizer, "electra", held_out=False),
                         steps_per_epoch=ELECTRA_STEPS // 4, epochs=4, verbose=0).history
     after, base_rate = _rtd_loss_and_base_rate_entropy(model, held_out)
     mlm_baseline = _baselines(held_out)[0]
