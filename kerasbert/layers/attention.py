@@ -62,17 +62,21 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.output_dense.build(tuple(inputs_shape[:-1]) + (self.hidden_size,))
         self.built = True
 
-    def _split_heads(self, x):
-        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+    def _split_heads(self, x, projected_from):
+        # Batch and length come from the projection's input, not its output: tf2onnx's
+        # optimizer rewires a Shape of a Dense output to the flattened 2-D matmul and then
+        # asks for [batch * seq, hidden, ...] (seen with tf2onnx 1.17).
+        batch, seq = ops.shape(projected_from)[0], ops.shape(projected_from)[1]
         x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
         return ops.transpose(x, (0, 2, 1, 3))
 
     def call(self, inputs, padding_mask, queries=None, training=None):
         scale = 1.0 / math.sqrt(self.head_size)
         queries = inputs if queries is None else queries
-        query = self._split_heads(self.query(queries) * ops.cast(scale, self.compute_dtype))
-        key = self._split_heads(self.key(inputs))
-        value = self._split_heads(self.value(inputs))
+        query = self._split_heads(self.query(queries) * ops.cast(scale, self.compute_dtype),
+                                  queries)
+        key = self._split_heads(self.key(inputs), inputs)
+        value = self._split_heads(self.value(inputs), inputs)
 
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
         scores = ops.cast(scores, "float32") + padding_mask_to_attention_bias(padding_mask)
@@ -83,7 +87,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         probs = self.probs_dropout(probs, training=training)
 
         context = ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))
-        batch, seq = ops.shape(context)[0], ops.shape(context)[1]
+        batch, seq = ops.shape(queries)[0], ops.shape(queries)[1]
         context = ops.reshape(context, (batch, seq, self.hidden_size))
         return self.output_dense(context)
 
