@@ -74,20 +74,11 @@ def pretrained_source(path):
                                 tokenizer)
     if path.endswith(".keras") and os.path.isfile(path):
         return PretrainedSource("keras", lambda: encoder_of(keras.models.load_model(path)), None)
-    description_path = os.path.join(path, PRETRAINED_MODEL_FILE)
-    if os.path.isfile(description_path):
-        with open(description_path, encoding="utf-8") as file:
-            description = json.load(file)
-        checkpoint = tf.train.latest_checkpoint(path)
-        if checkpoint is None:
-            raise PretrainedSourceError(f"{path}: a kerasbert-pretrain directory without "
-                                        "checkpoints (ckpt-N)")
-        tokenizer = None
-        if description.get("tokenizer"):
-            tokenizer = load_tokenizer(**description["tokenizer"])
-        return PretrainedSource("kerasbert-pretrain",
-                                lambda: _encoder_from_pretraining(description, checkpoint),
-                                tokenizer)
+    if os.path.isfile(os.path.join(path, PRETRAINED_MODEL_FILE)):
+        description, checkpoint, tokenizer = _read_pretraining_run(path)
+        return PretrainedSource(
+            "kerasbert-pretrain",
+            lambda: encoder_of(_model_from_pretraining(description, checkpoint)), tokenizer)
     raise PretrainedSourceError(
         f"{path}: not a Hugging Face folder (config.json), a .keras file or a kerasbert-pretrain "
         f"directory ({PRETRAINED_MODEL_FILE})")
@@ -107,7 +98,39 @@ def _checkpoint_key(variable):
     return f"model_variables/{key}/.ATTRIBUTES/VARIABLE_VALUE"
 
 
-def _encoder_from_pretraining(description, checkpoint):
+def pretraining_run_model(path):
+    """The model a `kerasbert-pretrain` directory trains, with the weights of its latest
+    checkpoint, and the tokenizer it was trained with (or None).
+
+    >>> import tempfile
+    >>> pretraining_run_model(tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    kerasbert.training.pretrained_sources.PretrainedSourceError: ...
+    """
+    description, checkpoint, tokenizer = _read_pretraining_run(path)
+    return _model_from_pretraining(description, checkpoint), tokenizer
+
+
+def _read_pretraining_run(path):
+    """`kerasbert_model.json`'s content, the latest checkpoint and the tokenizer of a run."""
+    description_path = os.path.join(path, PRETRAINED_MODEL_FILE)
+    if not os.path.isfile(description_path):
+        raise PretrainedSourceError(f"{path}: not a kerasbert-pretrain directory (no "
+                                    f"{PRETRAINED_MODEL_FILE})")
+    with open(description_path, encoding="utf-8") as file:
+        description = json.load(file)
+    checkpoint = tf.train.latest_checkpoint(path)
+    if checkpoint is None:
+        raise PretrainedSourceError(f"{path}: a kerasbert-pretrain directory without "
+                                    "checkpoints (ckpt-N)")
+    tokenizer = None
+    if description.get("tokenizer"):
+        tokenizer = load_tokenizer(**description["tokenizer"])
+    return description, checkpoint, tokenizer
+
+
+def _model_from_pretraining(description, checkpoint):
     config = EncoderConfig.from_dict(description["encoder_config"])
     if description.get("generator_ratio"):
         model = ElectraPretrainer(config, generator_config(config, description["generator_ratio"]))
@@ -123,4 +146,4 @@ def _encoder_from_pretraining(description, checkpoint):
     # Dropout seed states are numbered per process and do not matter for fine-tuning.
     tf.train.Checkpoint(model_variables=model_variables(model)).restore(
         checkpoint).expect_partial()
-    return encoder
+    return model
