@@ -31,6 +31,7 @@ setup(
         "keras>=3.15,<4",
         "keras-hub>=0.32,<0.33",
         "tf2onnx>=1.17,<1.18",
+        "onnx>=1.16",
         "onnxruntime>=1.31,<2",
         "absl-py>=2.1",
         "numpy>=1.26",
@@ -39,6 +40,7 @@ setup(
         "scikit-learn>=1.3",
         "scipy>=1.11",
         "seqeval>=1.2.2",
+        "ai-edge-litert>=2.3,<3",
     ],
     extras_require={
         "test": [
@@ -55,6 +57,7 @@ setup(
             "kerasbert-create-pretraining-data=kerasbert.cli.create_pretraining_data:run",
             "kerasbert-pretrain=kerasbert.cli.pretrain:run",
             "kerasbert-finetune=kerasbert.cli.finetune:run",
+            "kerasbert-export=kerasbert.cli.export:run",
         ],
     },
 )

@@ -1,0 +1,164 @@
+"""The inputs every artifact is checked on: packed text (or, without a tokenizer, ids laid out
+the same way) at batch 1 and 3, two sequence lengths, single texts and pairs, right padding;
+and the texts that calibrate full-integer quantization and measure quantized agreement."""
+
+import dataclasses
+import gzip
+import itertools
+
+import numpy as np
+
+from kerasbert.data import demo
+from kerasbert.export.errors import ExportError
+from kerasbert.models.tasks import encoder_of
+
+SHORT_LENGTH = 16
+PADDING_EXTRA = 8
+MASKED_POSITIONS = 3
+# The corpus shard that pretraining tests hold out: text the demo models never trained on.
+_HELD_OUT_SHARD = -1
+
+
+@dataclasses.dataclass
+class Case:
+    """One verification input: `inputs` (int32 arrays by input name) and, for the padding
+    check, `padded_from` (the name of the case this one pads further).
+
+    >>> Case("batch1", {"token_ids": np.ones((1, 4), "int32")}).batch_size
+    1
+    """
+
+    name: str
+    inputs: dict
+    padded_from: str = None
+
+    @property
+    def batch_size(self):
+        return len(next(iter(self.inputs.values())))
+
+
+def read_texts(paths=None, count=64):
+    """Up to `count` non-empty lines of `paths` (plain or `.gz` text files), or of the shipped
+    corpus's held-out shard when `paths` is None.
+
+    >>> len(read_texts(count=5))
+    5
+    """
+    paths = list(paths) if paths else [demo.pretraining_corpus_files()[_HELD_OUT_SHARD]]
+    texts = []
+    for path in paths:
+        try:
+            opener = gzip.open if str(path).endswith(".gz") else open
+            with opener(path, "rt", encoding="utf-8") as file:
+                texts += [line.strip() for line in itertools.islice(
+                    (line for line in file if line.strip()), count - len(texts))]
+        except (OSError, UnicodeDecodeError) as error:
+            raise ExportError(f"calibration data {path}: cannot read it ({error})") from None
+        if len(texts) >= count:
+            break
+    if not texts:
+        raise ExportError(f"calibration data {paths}: no text lines")
+    return texts
+
+
+class CaseMaker:
+    """Packs texts (or makes ids) shaped for `model`'s inputs.
+
+    Example (no tokenizer: random ids in the packed layout):
+    >>> import kerasbert
+    >>> encoder = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1)
+    >>> maker = CaseMaker(encoder, None, max_seq_length=32)
+    >>> [(case.name, case.inputs["token_ids"].shape) for case in maker.verification_cases()]
+    [('batch1_single_len16', (1, 16)), ('batch3_pairs_len32', (3, 32)), ('batch3_single_len16', (3, 16)), ('batch1_single_len16_padded_len24', (1, 24))]
+    """
+
+    def __init__(self, model, tokenizer, max_seq_length, texts=None, seed=0):
+        self.config = encoder_of(model).config
+        self.input_names = list(model.input)
+        self.choices = len(model.input["token_ids"].shape) == 3
+        self.tokenizer = tokenizer
+        self.max_seq_length = max_seq_length
+        self.texts = texts or read_texts(count=64)
+        self.rng = np.random.default_rng(seed)
+
+    # --- the cases ---
+
+    def verification_cases(self):
+        """Batch 1 and 3, a short and the full length, singles and pairs, and the padding case."""
+        short = min(SHORT_LENGTH, self.max_seq_length)
+        long = self.max_seq_length
+        cases = [Case(f"batch1_single_len{short}", self.packed(self.texts[:1], None, short)),
+                 Case(f"batch3_pairs_len{long}",
+                      self.packed(self.texts[1:4], self.texts[4:7], long)),
+                 Case(f"batch3_single_len{short}", self.packed(self.texts[7:10], None, short))]
+        padded_length = min(short + PADDING_EXTRA, self.config.max_sequence_length)
+        if padded_length > short:
+            cases.append(Case(f"{cases[0].name}_padded_len{padded_length}",
+                              self.pad_to(cases[0].inputs, padded_length),
+                              padded_from=cases[0].name))
+        return cases
+
+    def agreement_inputs(self, batch_size=64):
+        """The texts packed at the full length, in batches: where quantized artifacts are judged
+        (each batch on its own, so one batch holds them all by default)."""
+        return [self.packed(self.texts[start:start + batch_size], None, self.max_seq_length)
+                for start in range(0, len(self.texts), batch_size)]
+
+    def calibration_inputs(self):
+        """One input per text, batch 1, packed at the full length (int8 calibration)."""
+        if self.tokenizer is None:
+            raise ExportError("int8 calibration needs the model's tokenizer to turn "
+                              "--calibration_data into ids, and this model has none")
+        return [self.packed([text], None, self.max_seq_length) for text in self.texts]
+
+    # --- packing ---
+
+    def packed(self, texts, pair_texts, length):
+        """Model inputs for `texts` (and `pair_texts`) at sequence length `length`."""
+        if self.tokenizer is not None:
+            packed = self.tokenizer(texts, pair_texts, max_length=length, truncation="longest_first")
+            inputs = {name: np.asarray(packed[name], np.int32) for name in packed}
+        else:
+            inputs = self._synthetic(len(texts), pair_texts is not None, length)
+        if self.choices:
+            # Two choices per row: the row itself and the row with the next row's second half.
+            inputs = {name: np.stack([value, np.roll(value, 1, axis=0)], axis=1)
+                      for name, value in inputs.items()}
+        if "masked_lm_positions" in self.input_names:
+            inputs["masked_lm_positions"] = self._masked_positions(inputs["padding_mask"])
+        return inputs
+
+    def pad_to(self, inputs, length):
+        """`inputs` right-padded to `length` (masked positions unchanged)."""
+        padded = {}
+        for name, value in inputs.items():
+            if name == "masked_lm_positions":
+                padded[name] = value
+                continue
+            fill = self.config.pad_token_id if name == "token_ids" else 0
+            widths = [(0, 0)] * (value.ndim - 1) + [(0, length - value.shape[-1])]
+            padded[name] = np.pad(value, widths, constant_values=fill)
+        return padded
+
+    def _synthetic(self, batch, pair, length):
+        config = self.config
+        low = min(config.pad_token_id + 1, config.vocab_size - 1)
+        lengths = np.linspace(length, max(4, length // 2), batch).astype(int)
+        token_ids = self.rng.integers(low, config.vocab_size, size=(batch, length))
+        mask = (np.arange(length)[None, :] < lengths[:, None]).astype(np.int32)
+        token_ids = np.where(mask == 1, token_ids, config.pad_token_id).astype(np.int32)
+        segment_ids = np.zeros_like(token_ids)
+        if pair and config.type_vocab_size > 1:
+            for row, row_length in enumerate(lengths):
+                segment_ids[row, row_length // 2:row_length] = 1
+        return {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": mask}
+
+    def _masked_positions(self, padding_mask):
+        mask = padding_mask.reshape(-1, padding_mask.shape[-1])
+        positions = []
+        for row in mask:
+            real = max(int(row.sum()), 3)
+            picks = self.rng.choice(np.arange(1, real - 1), size=MASKED_POSITIONS,
+                                    replace=real - 2 < MASKED_POSITIONS)
+            positions.append(np.sort(picks))
+        return np.asarray(positions, np.int32).reshape(padding_mask.shape[:-1] + (MASKED_POSITIONS,))

@@ -1,0 +1,396 @@
+"""`export`: every artifact built in a folder beside `output_dir`, reloaded in its own runtime,
+compared with the Keras model, described in `export_report.json`, then renamed into place."""
+
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import onnx
+import tensorflow as tf
+
+from kerasbert.export import cases as cases_module
+from kerasbert.export import report as report_module
+from kerasbert.export.compare import (AGREEMENT_THRESHOLD, FLOAT32_TOLERANCE, agreement,
+                                      float_difference, is_sequence_aligned)
+from kerasbert.export.errors import ExportError
+from kerasbert.export.model_sources import load_export_model
+from kerasbert.export.onnx_model import OPSET, convert_to_onnx
+from kerasbert.export.onnx_model import op_inventory as onnx_op_inventory
+from kerasbert.export.runtimes import run_in_fresh_process
+from kerasbert.export.saved_model import TEXT_SIGNATURES, write_saved_model
+from kerasbert.export.signatures import serving_function
+from kerasbert.export.tflite import (QUANTIZATIONS, TFLITE_FILE_NAMES, convert_to_tflite,
+                                     op_inventory, require_builtin_ops)
+from kerasbert.models.tasks import encoder_of
+
+FORMATS = ("saved_model", "tflite", "onnx")
+REPORT_FILE = "export_report.json"
+TEXT_TFLITE_FILE = "model_text.tflite"
+_TEXT_CASES = {
+    "text_single": ["Héllo wörld, naïve café résumé.", "The quick brown fox jumps.",
+                    "日本語のテキスト 中文字符"],
+    "text_pair": (["Is this a question?", "Ångström units", "short"],
+                  ["Yes, it is an answer.", "measure tiny lengths, très petites", "x"]),
+}
+
+
+def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_seq_length=128,
+           text_signatures=False, tokenizer=None, calibration_data=None, serving_version=None):
+    """Export `model_or_path` into `output_dir` and return the report (also written to
+    `output_dir/export_report.json`).
+
+    `model_or_path`: a kerasbert Keras model, a `.keras` file, a `kerasbert-pretrain` or
+    `kerasbert-finetune` directory, or a local Hugging Face folder. `formats`: any of
+    `saved_model`, `tflite`, `onnx`. `quantize`: the TFLite variants, any of `none`
+    (`model.tflite`), `float16`, `dynamic_int8`, `int8` (full integer, calibrated on the
+    text files `calibration_data`). `text_signatures`: add `serve_text`, `serve_text_pair`
+    and `serve_examples` to the SavedModel and write `model_text.tflite` (WordPiece
+    tokenizers), using `tokenizer` or the model's own. `serving_version`: put the
+    SavedModel in `saved_model/<N>/`, TF Serving's layout.
+
+    Every artifact is reloaded in a fresh process and compared with the Keras model;
+    on any failure `ExportError` names the artifact and output, and nothing is left at
+    `output_dir`.
+
+    Example:
+    >>> import os, tempfile, kerasbert
+    >>> encoder = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1, max_positions=32)
+    >>> report = export(encoder, os.path.join(tempfile.mkdtemp(), "out"), formats=("onnx",),
+    ...                 max_seq_length=32)
+    >>> sorted(report["artifacts"]), report["artifacts"]["model.onnx"]["verified"]
+    (['model.onnx'], True)
+    """
+    formats, quantize = _checked_choices(formats, quantize, calibration_data)
+    output_dir = os.path.abspath(os.fspath(output_dir))
+    if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)):
+        raise ExportError(f"{output_dir}: already exists and is not empty; export writes a new "
+                          "directory")
+    model, tokenizer = load_export_model(model_or_path, tokenizer)
+    config = encoder_of(model).config
+    if max_seq_length > config.max_sequence_length or max_seq_length < 4:
+        raise ExportError(f"max_seq_length={max_seq_length}: {model.name} numbers at most "
+                          f"{config.max_sequence_length} positions (and at least 4 are needed)")
+    if text_signatures and tokenizer is None:
+        raise ExportError(f"{model.name}: text signatures need a tokenizer and the model has none "
+                          "known; pass tokenizer= (--tokenizer) or export a Hugging Face folder "
+                          "with its tokenizer files")
+    texts = cases_module.read_texts(calibration_data, count=64)
+    maker = cases_module.CaseMaker(model, tokenizer, max_seq_length, texts)
+    if "int8" in quantize:
+        maker.calibration_inputs()  # refuses early when there is no tokenizer
+
+    parent = os.path.dirname(output_dir)
+    os.makedirs(parent, exist_ok=True)
+    work_dir = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}.partial-")
+    try:
+        build = _Build(model, tokenizer, maker, work_dir, max_seq_length)
+        if "saved_model" in formats:
+            build.saved_model(text_signatures, serving_version)
+        if "tflite" in formats:
+            build.tflite(quantize)
+            if text_signatures:
+                build.text_tflite()
+        if "onnx" in formats:
+            build.onnx()
+        build.verify()
+        report = report_module.make_report(model, tokenizer, build, max_seq_length, OPSET)
+        report_module.write_report(os.path.join(work_dir, REPORT_FILE), report)
+        shutil.rmtree(build.scratch)
+        if os.path.isdir(output_dir):
+            os.rmdir(output_dir)
+        os.rename(work_dir, output_dir)
+    except BaseException:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        raise
+    return report
+
+
+def _checked_choices(formats, quantize, calibration_data):
+    formats = [formats] if isinstance(formats, str) else list(formats)
+    quantize = [quantize] if isinstance(quantize, str) else list(quantize)
+    unknown = [name for name in formats if name not in FORMATS]
+    if unknown or not formats:
+        raise ExportError(f"unknown format(s) {unknown or formats}; choose from {list(FORMATS)}")
+    unknown = [name for name in quantize if name not in QUANTIZATIONS]
+    if unknown or not quantize:
+        raise ExportError(f"unknown quantization(s) {unknown or quantize}; choose from "
+                          f"{list(QUANTIZATIONS)}")
+    if "int8" in quantize and not calibration_data:
+        raise ExportError("int8 (full-integer) quantization needs calibration_data "
+                          "(--calibration_data): text files run through the model's tokenizer")
+    if calibration_data:
+        calibration_data = [calibration_data] if isinstance(calibration_data, str) else list(
+            calibration_data)
+        missing = [path for path in calibration_data if not os.path.isfile(path)]
+        if missing:
+            raise ExportError(f"calibration data {missing[0]}: no such file")
+    return formats, quantize
+
+
+class _Build:
+    """The artifacts being made in `work_dir`, their checks and what the report says of them."""
+
+    def __init__(self, model, tokenizer, maker, work_dir, max_seq_length):
+        self.model, self.tokenizer, self.maker = model, tokenizer, maker
+        self.work_dir, self.max_seq_length = work_dir, max_seq_length
+        self.scratch = tempfile.mkdtemp(dir=work_dir, prefix=".scratch-")
+        self.serve = serving_function(model)
+        self.cases = maker.verification_cases()
+        self.agreement_batches = maker.agreement_inputs()
+        self.artifacts = {}    # name -> report entry
+        self.runs = {}         # runtime -> list of (artifact dict, judge)
+        self.failures = []
+        self.skipped = {}      # artifact name -> why it was not made
+
+    # --- building ---
+
+    def saved_model(self, text_signatures, serving_version):
+        relative = "saved_model" if serving_version is None else os.path.join(
+            "saved_model", str(int(serving_version)))
+        path = os.path.join(self.work_dir, relative)
+        tokenizer = self.tokenizer if text_signatures else None
+        write_saved_model(self.model, path, tokenizer, self.max_seq_length)
+        entry = self._entry("saved_model", relative, ops=report_module.saved_model_ops(path))
+        calls = self._id_calls()
+        if text_signatures:
+            calls += self._text_calls(TEXT_SIGNATURES)
+        self._schedule("saved_model", entry, {"path": path, "calls": calls,
+                                              "latency": self._latency_call()}, "float32")
+
+    def tflite(self, quantize):
+        for quantization in quantize:
+            name = TFLITE_FILE_NAMES[quantization]
+            representative = (self.maker.calibration_inputs() if quantization == "int8"
+                              else None)
+            try:
+                flatbuffer = convert_to_tflite(self.serve, self.model, quantization,
+                                               representative)
+                require_builtin_ops(flatbuffer, name)
+            except ExportError:
+                raise
+            except (ValueError, RuntimeError) as error:
+                raise ExportError(f"{name}: conversion failed: {error}") from None
+            path = os.path.join(self.work_dir, name)
+            with open(path, "wb") as file:
+                file.write(flatbuffer)
+            entry = self._entry(name, name, ops=op_inventory(flatbuffer), quantization=quantization)
+            judged = "float32" if quantization == "none" else "quantized"
+            calls = self._id_calls() if judged == "float32" else self._agreement_calls()
+            self._schedule("tflite", entry, {"path": path, "calls": calls,
+                                             "latency": self._latency_call()}, judged)
+
+    def text_tflite(self):
+        from kerasbert.export.text_tflite import text_tflite_model
+        try:
+            flatbuffer = text_tflite_model(self.model, self.tokenizer, self.max_seq_length)
+        except ValueError as error:  # a tokenizer or model it cannot take: said in the report
+            self.skipped[TEXT_TFLITE_FILE] = str(error)
+            return
+        except (RuntimeError, tf.errors.OpError) as error:
+            raise ExportError(f"{TEXT_TFLITE_FILE}: conversion failed: {error}") from None
+        path = os.path.join(self.work_dir, TEXT_TFLITE_FILE)
+        with open(path, "wb") as file:
+            file.write(flatbuffer)
+        entry = self._entry(TEXT_TFLITE_FILE, TEXT_TFLITE_FILE, ops=op_inventory(flatbuffer))
+        self._schedule("text_tflite", entry, {"path": path, "custom_ops": "tensorflow_text",
+                                              "calls": self._text_calls(("serve_text",))},
+                       "float32")
+
+    def onnx(self):
+        proto = convert_to_onnx(self.model)
+        path = os.path.join(self.work_dir, "model.onnx")
+        onnx.save(proto, path)
+        entry = self._entry("model.onnx", "model.onnx", ops=onnx_op_inventory(proto),
+                            opset=OPSET)
+        self._schedule("onnx", entry, {"path": path, "calls": self._id_calls(),
+                                       "latency": self._latency_call()}, "float32")
+
+    # --- calls and inputs ---
+
+    def _id_calls(self):
+        return [{"signature": "serving_default", "case": case.name,
+                 "inputs": sorted(case.inputs)} for case in self.cases]
+
+    def _agreement_calls(self):
+        return [{"signature": "serving_default", "case": f"agreement{index}",
+                 "inputs": sorted(batch)} for index, batch in enumerate(self.agreement_batches)]
+
+    def _latency_call(self):
+        return {"signature": "serving_default", "case": "latency",
+                "inputs": sorted(self.agreement_batches[0])}
+
+    def _text_calls(self, signatures):
+        inputs = {"serve_text": ("text_single", ["text"]),
+                  "serve_text_pair": ("text_pair", ["text_a", "text_b"]),
+                  "serve_examples": ("examples", ["examples"])}
+        return [{"signature": name, "case": inputs[name][0], "inputs": inputs[name][1]}
+                for name in signatures]
+
+    def input_arrays(self):
+        arrays = {}
+        for case in self.cases:
+            arrays.update({f"{case.name}::{key}": value for key, value in case.inputs.items()})
+        for index, batch in enumerate(self.agreement_batches):
+            arrays.update({f"agreement{index}::{key}": value for key, value in batch.items()})
+        arrays.update({f"latency::{key}": value[:1]
+                       for key, value in self.agreement_batches[0].items()})
+        single = _TEXT_CASES["text_single"]
+        first, second = _TEXT_CASES["text_pair"]
+        arrays["text_single::text"] = np.array(single)
+        arrays["text_pair::text_a"] = np.array(first)
+        arrays["text_pair::text_b"] = np.array(second)
+        arrays["examples::examples"] = np.array(_examples(single, [second[0], "", second[2]]),
+                                                dtype=object).astype("S")
+        return arrays
+
+    def _entry(self, name, relative, **extra):
+        entry = {"path": relative, **extra}
+        self.artifacts[name] = entry
+        return entry
+
+    def _schedule(self, runtime, entry, artifact, judged):
+        artifact = dict(artifact, name=next(k for k, v in self.artifacts.items() if v is entry))
+        entry["judged_as"] = judged
+        self.runs.setdefault(runtime, []).append(artifact)
+
+    # --- verification ---
+
+    def verify(self):
+        inputs = self.input_arrays()
+        references = self._references(inputs)
+        for runtime, artifacts in self.runs.items():
+            outputs, info = run_in_fresh_process(
+                "tflite" if runtime == "text_tflite" else runtime, artifacts, inputs,
+                self.scratch, needs_tensorflow_text=runtime == "saved_model")
+            if info.pop("_imported_kerasbert"):
+                self.failures.append(f"{runtime}: the fresh process imported kerasbert")
+            for artifact in artifacts:
+                entry = self.artifacts[artifact["name"]]
+                entry.update(info[artifact["name"]])
+                self._judge(artifact, entry, outputs, references)
+        for entry in self.artifacts.values():
+            entry.update(report_module.file_facts(os.path.join(self.work_dir, entry["path"])))
+        if self.failures:
+            raise ExportError("; ".join(self.failures[:5]) + (
+                f" (and {len(self.failures) - 5} more)" if len(self.failures) > 5 else ""))
+
+    def _references(self, inputs):
+        references = {}
+        for case in self.cases:
+            references[case.name] = _numpy(self.serve(case.inputs))
+        for index, batch in enumerate(self.agreement_batches):
+            references[f"agreement{index}"] = _numpy(self.serve(batch))
+        if self.tokenizer is not None:
+            single = _TEXT_CASES["text_single"]
+            first, second = _TEXT_CASES["text_pair"]
+            for case, (a, b) in {"text_single": (single, None), "text_pair": (first, second),
+                                 "examples": (single, [second[0], "", second[2]])}.items():
+                references[case] = self._text_reference(a, b)
+        return references
+
+    def _text_reference(self, texts, pair_texts):
+        if pair_texts is not None and not all(pair_texts):
+            rows = [self._text_reference([text], [pair] if pair else None)
+                    for text, pair in zip(texts, pair_texts)]
+            return {key: np.concatenate([row[key] for row in rows]) for key in rows[0]}
+        packed = self.maker.packed(texts, pair_texts, self.max_seq_length)
+        if self.maker.choices:
+            packed = {key: value[:, :1] for key, value in packed.items()}
+        return _numpy(self.serve(packed))
+
+    def _judge(self, artifact, entry, outputs, references):
+        name = artifact["name"]
+        checks = []
+        for call in artifact["calls"]:
+            reference = references[call["case"]]
+            produced = {key.split("::")[-1]: value for key, value in outputs.items()
+                        if key.startswith(f"{name}::{call['signature']}::{call['case']}::")}
+            if sorted(produced) != sorted(reference):
+                self.failures.append(f"{name}: signature {call['signature']} returns "
+                                     f"{sorted(produced)}, expected {sorted(reference)}")
+                continue
+            mask = self._padding_mask(call["case"])
+            for output in sorted(reference):
+                if entry["judged_as"] == "float32":
+                    result = float_difference(reference[output], produced[output])
+                    passed = result["max_rel"] <= FLOAT32_TOLERANCE
+                    detail = f"differs by {result['max_abs']:.3g} (relative {result['max_rel']:.3g})"
+                else:
+                    result = agreement(output, reference[output], produced[output], mask)
+                    passed = result["value"] >= AGREEMENT_THRESHOLD
+                    detail = f"{result['metric']} {result['value']:.4f} < {AGREEMENT_THRESHOLD}"
+                checks.append({"signature": call["signature"], "case": call["case"],
+                               "output": output, **result, "passed": passed})
+                if not passed:
+                    self.failures.append(f"{name}: output {output!r} on {call['signature']} "
+                                         f"case {call['case']} {detail}")
+        if entry["judged_as"] == "float32":
+            checks += self._padding_checks(name, outputs)
+        entry["checks"] = checks
+        entry["verified"] = all(check["passed"] for check in checks)
+        if entry["judged_as"] == "quantized":
+            entry["agreement"] = _summarize_agreement(checks)
+
+    def _padding_checks(self, name, outputs):
+        """The artifact's outputs at real tokens are the same when the input is padded longer."""
+        checks = []
+        for case in self.cases:
+            if case.padded_from is None:
+                continue
+            length = case.inputs["padding_mask"].shape[-1]
+            base_mask = next(c for c in self.cases if c.name == case.padded_from).inputs[
+                "padding_mask"]
+            base_length = base_mask.shape[-1]
+            prefix = f"{name}::serving_default::"
+            for key in [k for k in outputs if k.startswith(prefix + case.padded_from + "::")]:
+                output = key.split("::")[-1]
+                short = outputs[key]
+                padded = outputs[f"{prefix}{case.name}::{output}"]
+                if is_sequence_aligned(output, padded, length):
+                    padded = padded[:, :base_length]
+                    keep = base_mask.reshape(base_mask.shape + (1,) * (short.ndim - 2)) == 1
+                    short, padded = np.where(keep, short, 0.0), np.where(keep, padded, 0.0)
+                result = float_difference(short, padded)
+                passed = result["max_rel"] <= FLOAT32_TOLERANCE
+                checks.append({"check": "padding", "case": case.name, "output": output,
+                               **result, "passed": passed})
+                if not passed:
+                    self.failures.append(
+                        f"{name}: output {output!r} at real tokens changes by "
+                        f"{result['max_abs']:.3g} when {case.padded_from} is padded to {length}")
+        return checks
+
+    def _padding_mask(self, case_name):
+        if case_name.startswith("agreement"):
+            return self.agreement_batches[int(case_name[len("agreement"):])]["padding_mask"]
+        for case in self.cases:
+            if case.name == case_name:
+                return case.inputs["padding_mask"]
+        return None
+
+
+def _examples(texts, pair_texts):
+    serialized = []
+    for text, pair in zip(texts, pair_texts):
+        feature = {"text": tf.train.Feature(bytes_list=tf.train.BytesList(
+            value=[text.encode("utf-8")]))}
+        if pair:
+            feature["text_pair"] = tf.train.Feature(bytes_list=tf.train.BytesList(
+                value=[pair.encode("utf-8")]))
+        serialized.append(tf.train.Example(features=tf.train.Features(
+            feature=feature)).SerializeToString())
+    return serialized
+
+
+def _numpy(outputs):
+    return {key: np.asarray(value) for key, value in outputs.items()}
+
+
+def _summarize_agreement(checks):
+    worst = {}
+    for check in checks:
+        current = worst.get(check["output"])
+        if current is None or check["value"] < current["value"]:
+            worst[check["output"]] = {"metric": check["metric"], "value": check["value"]}
+    return worst

@@ -1,0 +1,97 @@
+"""What `export` accepts as its model: a Keras model, a `.keras` file, a `kerasbert-pretrain` or
+`kerasbert-finetune` directory, or a local Hugging Face folder, and the tokenizer that goes with it."""
+
+import os
+
+import keras
+
+from kerasbert.export.errors import ExportError
+from kerasbert.convert import from_hf
+from kerasbert.models.electra import ElectraPretrainer
+from kerasbert.models.pretraining import PretrainingModel
+from kerasbert.tokenizers import Tokenizer
+from kerasbert.tokenizers import from_hf as tokenizer_from_hf
+from kerasbert.training.finetune import MODEL_FILE
+from kerasbert.training.pretrained_sources import PRETRAINED_MODEL_FILE, pretraining_run_model
+
+_HF_TOKENIZER_FILES = ("vocab.txt", "vocab.json", "spiece.model", "tokenizer.json")
+
+
+def load_export_model(model_or_path, tokenizer=None):
+    """`(model, tokenizer)` to export from `model_or_path`.
+
+    `tokenizer` (a kerasbert `Tokenizer` or a Hugging Face tokenizer folder)
+    overrides the one found with the model: a Hugging Face folder's tokenizer
+    files or the tokenizer a `kerasbert-pretrain` run was trained with. An
+    ELECTRA pretrainer exports its discriminator with the replaced-token head
+    (what `ElectraForPreTraining` is); its generator samples at random.
+
+    >>> import kerasbert
+    >>> model, tokenizer = load_export_model(kerasbert.zoo.build("bert_tiny_uncased", num_layers=1))
+    >>> sorted(model.output), tokenizer
+    (['pooled_output', 'sequence_output'], None)
+    """
+    found_tokenizer = None
+    if isinstance(model_or_path, keras.Model):
+        model = model_or_path
+    else:
+        model, found_tokenizer = _load_path(os.fspath(model_or_path))
+    if isinstance(model, ElectraPretrainer):
+        model = discriminator_model(model)
+    if tokenizer is not None:
+        found_tokenizer = _tokenizer(tokenizer)
+    return model, found_tokenizer
+
+
+def discriminator_model(pretrainer):
+    """The discriminator of an `ElectraPretrainer` with its replaced-token head, sharing weights.
+
+    >>> import kerasbert
+    >>> from kerasbert.models import ElectraPretrainer, generator_config
+    >>> config = kerasbert.zoo.get_config("electra_small_discriminator").replace(num_layers=1)
+    >>> model = discriminator_model(ElectraPretrainer(config, generator_config(config)))
+    >>> sorted(model.output)
+    ['rtd_logits']
+    """
+    model = PretrainingModel(pretrainer.discriminator, heads=("rtd",), name="electra_discriminator")
+    model.head_layers["rtd"].set_weights(pretrainer.get_layer("rtd_head").get_weights())
+    return model
+
+
+def _load_path(path):
+    if not os.path.exists(path):
+        raise ExportError(f"{path}: no such model file or directory")
+    if os.path.isfile(path):
+        if not path.endswith(".keras"):
+            raise ExportError(f"{path}: not a .keras file, a kerasbert-pretrain or "
+                              "kerasbert-finetune directory or a Hugging Face folder")
+        return _load_keras(path), None
+    if os.path.isfile(os.path.join(path, "config.json")):
+        tokenizer = None
+        if any(os.path.isfile(os.path.join(path, name)) for name in _HF_TOKENIZER_FILES):
+            tokenizer = tokenizer_from_hf(path)
+        return from_hf(path), tokenizer
+    if os.path.isfile(os.path.join(path, PRETRAINED_MODEL_FILE)):
+        return pretraining_run_model(path)
+    if os.path.isfile(os.path.join(path, MODEL_FILE)):
+        return _load_keras(os.path.join(path, MODEL_FILE)), None
+    raise ExportError(f"{path}: a directory with neither {MODEL_FILE} (kerasbert-finetune), "
+                      f"{PRETRAINED_MODEL_FILE} (kerasbert-pretrain) nor config.json "
+                      "(Hugging Face)")
+
+
+def _load_keras(path):
+    try:
+        return keras.models.load_model(path)
+    except (ValueError, OSError, TypeError) as error:
+        raise ExportError(f"{path}: cannot load this .keras file ({error})") from None
+
+
+def _tokenizer(tokenizer):
+    if isinstance(tokenizer, Tokenizer):
+        return tokenizer
+    path = os.fspath(tokenizer)
+    if not os.path.isdir(path):
+        raise ExportError(f"tokenizer {path}: not a kerasbert Tokenizer or a Hugging Face "
+                          "tokenizer folder")
+    return tokenizer_from_hf(path)

@@ -1,0 +1,112 @@
+"""`export_report.json`: versions, the model, and per artifact its size, SHA-256, signatures,
+op inventory, checks, quantized agreement and latency."""
+
+import collections
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+
+import tensorflow as tf
+
+from kerasbert.atomic_files import write_atomically
+from kerasbert.models.tasks import encoder_of
+
+_PACKAGES = ("kerasbert", "tensorflow", "tensorflow-text", "keras", "tf2onnx", "onnx",
+             "onnxruntime", "ai-edge-litert", "numpy")
+
+
+def library_versions():
+    """`{package: version}` of the libraries an export depends on (None when absent).
+
+    >>> library_versions()["tensorflow"].startswith("2.")
+    True
+    """
+    versions = {"python": platform.python_version()}
+    for package in _PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+def file_facts(path):
+    """`{"size_bytes", "sha256"}` of a file, or of a directory's files (each file's relative
+    path and content hashed in sorted order).
+
+    >>> import tempfile
+    >>> facts = file_facts(tempfile.mkdtemp())
+    >>> facts["size_bytes"], len(facts["sha256"])
+    (0, 64)
+    """
+    digest = hashlib.sha256()
+    if os.path.isfile(path):
+        files = [(os.path.basename(path), path)]
+    else:
+        files = sorted((os.path.relpath(os.path.join(root, name), path), os.path.join(root, name))
+                       for root, _, names in os.walk(path) for name in names)
+    size = 0
+    for relative, full in files:
+        if os.path.isdir(path):
+            digest.update(relative.encode("utf-8") + b"\0")
+        with open(full, "rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+                size += len(block)
+    return {"size_bytes": size, "sha256": digest.hexdigest()}
+
+
+def saved_model_ops(path):
+    """`{op type: count}` over the functions of the SavedModel at `path`.
+
+    >>> import tempfile, kerasbert
+    >>> from kerasbert.export.saved_model import write_saved_model
+    >>> encoder = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1)
+    >>> ops = saved_model_ops(write_saved_model(encoder, tempfile.mkdtemp() + "/sm"))
+    >>> ops["MatMul"] > 0 or ops["BatchMatMulV2"] > 0
+    True
+    """
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    with open(os.path.join(path, "saved_model.pb"), "rb") as file:
+        proto.ParseFromString(file.read())
+    counts = collections.Counter()
+    for meta_graph in proto.meta_graphs:
+        graph = meta_graph.graph_def
+        counts.update(node.op for node in graph.node)
+        for function in graph.library.function:
+            counts.update(node.op for node in function.node_def)
+    return dict(sorted(counts.items()))
+
+
+def make_report(model, tokenizer, build, max_seq_length, opset):
+    """The report of a finished build (see `kerasbert.export.export`)."""
+    config = encoder_of(model).config
+    return {
+        "versions": library_versions(),
+        "tensorflow_cpu_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+        "model": {"name": model.name, "family": config.family,
+                  "inputs": {name: tensor.shape for name, tensor in model.input.items()},
+                  "outputs": sorted(model.output),
+                  "tokenizer": type(tokenizer).__name__ if tokenizer is not None else None},
+        "max_seq_length": max_seq_length,
+        "onnx_opset": opset,
+        "artifacts": build.artifacts,
+        "skipped": build.skipped,
+    }
+
+
+def write_report(path, report):
+    """Write `report` as indented JSON at `path`."""
+    return write_atomically(path, json.dumps(report, indent=2, sort_keys=True, default=_plain) + "\n")
+
+
+def _plain(value):
+    if isinstance(value, tuple):
+        return list(value)
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)

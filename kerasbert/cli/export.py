@@ -1,0 +1,78 @@
+"""`kerasbert-export`: SavedModel, TFLite and ONNX artifacts of a model, each verified.
+
+    kerasbert-export --model=runs/mrpc/model.keras --output_dir=exports/mrpc \\
+        --formats=saved_model,tflite,onnx --quantize=none,float16,dynamic_int8,int8 \\
+        --calibration_data=corpus/dev.txt --text_signatures --tokenizer=hf/bert-base-uncased
+
+`--model` takes a `.keras` file, a `kerasbert-pretrain` or `kerasbert-finetune` directory or a
+local Hugging Face folder. Every artifact is reloaded in a fresh process and compared with the
+Keras model before anything appears at `--output_dir`; `export_report.json` says what was
+checked. Errors are reported in one line and the exit status is 1.
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags, logging  # noqa: E402
+
+from kerasbert.export import FORMATS, QUANTIZATIONS, ExportError, export  # noqa: E402
+from kerasbert.export.exporter import REPORT_FILE  # noqa: E402
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("model", None, "A .keras file, a kerasbert-pretrain or kerasbert-finetune "
+                    "directory, or a local Hugging Face folder.", required=True)
+flags.DEFINE_string("output_dir", None, "Where the artifacts go; must not exist yet (or be "
+                    "empty).", required=True)
+flags.DEFINE_list("formats", list(FORMATS), f"Any of {', '.join(FORMATS)}.")
+flags.DEFINE_list("quantize", ["none"], f"TFLite variants, any of {', '.join(QUANTIZATIONS)} "
+                  "(int8: full integer, needs --calibration_data).")
+flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the text signatures and of "
+                     "the verification and calibration inputs.")
+flags.DEFINE_boolean("text_signatures", False, "Add serve_text, serve_text_pair and "
+                     "serve_examples to the SavedModel and write model_text.tflite.")
+flags.DEFINE_string("tokenizer", None, "A Hugging Face tokenizer folder for the text signatures "
+                    "and calibration (default: the model's own).")
+flags.DEFINE_list("calibration_data", None, "Text files (one text a line, .gz allowed) for int8 "
+                  "calibration and quantized agreement (default: the shipped corpus).")
+flags.DEFINE_integer("serving_version", None, "Write the SavedModel under saved_model/<N>/, "
+                     "TF Serving's layout.")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    logging.set_verbosity(logging.WARNING)
+    report = export(FLAGS.model, FLAGS.output_dir, formats=FLAGS.formats,
+                    quantize=FLAGS.quantize, max_seq_length=FLAGS.max_seq_length,
+                    text_signatures=FLAGS.text_signatures, tokenizer=FLAGS.tokenizer,
+                    calibration_data=FLAGS.calibration_data,
+                    serving_version=FLAGS.serving_version)
+    for name, entry in report["artifacts"].items():
+        worst = max((check.get("max_rel", 0.0) for check in entry["checks"]), default=0.0)
+        summary = (", ".join(f"{output} {value['metric']} {value['value']:.4f}"
+                             for output, value in entry["agreement"].items())
+                   if "agreement" in entry else f"max relative difference {worst:.2g}")
+        print(f"{name}: verified ({len(entry['checks'])} checks, {summary}), "
+              f"{entry['size_bytes'] / 1e6:.2f} MB"
+              + (f", {entry['latency_ms']:.1f} ms at batch 1" if "latency_ms" in entry else ""))
+    for name, reason in report["skipped"].items():
+        print(f"{name}: not written: {reason}")
+    print(f"Wrote {os.path.join(FLAGS.output_dir, REPORT_FILE)}")
+
+
+def _main_reporting_errors(argv):
+    try:
+        main(argv)
+    except (ExportError, ValueError, OSError) as error:
+        message = " ".join(str(error).split())
+        raise SystemExit(f"kerasbert-export: error: {message}") from None
+
+
+def run():
+    app.run(_main_reporting_errors)
+
+
+if __name__ == "__main__":
+    run()
