@@ -1,7 +1,7 @@
 """Proof that pretraining helps fine-tuning: the BERT paper's central claim, at miniature scale.
 
 A tiny BERT (2 layers, hidden 128) is pretrained (MLM + NSP) on the shipped corpus (the
-session's `pretrained_tiny_bert_file`, tests/training/conftest.py), then
+session's `pretrained_tiny_bert_file`, tests/conftest.py), then
 fine-tuned on the shipped WordNet gloss classification set (45 topic labels); the same model
 fine-tuned from random initialisation is the baseline. Both arms have the same architecture,
 the same classifier head weights, the same recipe, data order and dropout seed: only the

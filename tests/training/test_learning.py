@@ -2,7 +2,7 @@
 minutes on the shipped corpus, judged on a held-out shard against baselines measured on it.
 
 Training reads shards 0-2 of `kerasbert.data.demo.pretraining_corpus_files()` (the BERT model
-is the session's `pretrained_tiny_bert_file`, tests/training/conftest.py); every figure
+is the session's `pretrained_tiny_bert_file`, tests/conftest.py); every figure
 asserted is measured on shard 3, which training never sees (`model.evaluate`), against the
 best a model could do without learning: always predicting the held-out data's most frequent
 masked token (MLM), its more frequent next-sentence label (NSP), and the RTD loss of the

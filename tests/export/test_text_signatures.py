@@ -1,0 +1,109 @@
+"""Raw-text signatures equal the Hugging Face tokenizer + model on raw strings: the SavedModel's
+`serve_text`, `serve_text_pair` and `serve_examples` for BERT (WordPiece), RoBERTa (byte-level
+BPE) and ALBERT (SentencePiece) on the adversarial tokenizer set, and BERT's
+`model_text.tflite` on Latin-script text with accents, all run in a process that never
+imports kerasbert."""
+
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import torch
+import transformers
+
+import kerasbert
+from kerasbert.data import demo
+from tests.export.fresh_process import run_text_signatures
+from tests.helpers import hf_config, save_hf_model
+from tests.tokenizer_cases import ADVERSARIAL_TEXTS
+
+pytestmark = pytest.mark.slow
+
+MAX_SEQ_LENGTH = 48
+TOLERANCE = 1e-4
+PAIRS = (ADVERSARIAL_TEXTS[4:10], ADVERSARIAL_TEXTS[-6:])
+LATIN_TEXTS = ["Héllo Wörld ÀÉÎÕÜ naïve café résumé Ångström",
+               "Crème brûlée, señor! Über façade; déjà vu.",
+               "The quick brown fox jumps over the lazy dog. " * 8]
+
+
+def save_tokenizer(family, directory):
+    if family == "bert":
+        tokenizer = transformers.BertTokenizer.from_pretrained(demo.vocabulary_dir("wordpiece"))
+    elif family == "roberta":
+        source = demo.vocabulary_dir("byte_pair")
+        tokenizer = transformers.RobertaTokenizer(vocab=f"{source}/vocab.json",
+                                                  merges=f"{source}/merges.txt")
+    else:
+        shutil.copy(f"{demo.vocabulary_dir('sentence_piece')}/spiece.model", directory)
+        tokenizer = transformers.AlbertTokenizer.from_pretrained(str(directory))
+    tokenizer.save_pretrained(directory)
+    return transformers.AutoTokenizer.from_pretrained(str(directory))
+
+
+def examples(texts, pair_texts):
+    serialized = []
+    for text, pair in zip(texts, pair_texts):
+        feature = {"text": tf.train.Feature(bytes_list=tf.train.BytesList(
+            value=[text.encode("utf-8")]))}
+        if pair is not None:
+            feature["text_pair"] = tf.train.Feature(bytes_list=tf.train.BytesList(
+                value=[pair.encode("utf-8")]))
+        serialized.append(tf.train.Example(features=tf.train.Features(
+            feature=feature)).SerializeToString())
+    return serialized
+
+
+def hf_outputs(model, tokenizer, texts, pair_texts=None):
+    encoded = tokenizer(texts, pair_texts, max_length=MAX_SEQ_LENGTH, truncation="longest_first",
+                        padding="max_length", return_token_type_ids=True, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**encoded)
+    return {"sequence_output": out.last_hidden_state.numpy(),
+            "pooled_output": out.pooler_output.numpy()}
+
+
+def assert_close(produced, expected, where):
+    assert sorted(produced) == sorted(expected), where
+    for name, value in expected.items():
+        scale = max(1.0, float(np.abs(value).max()))
+        difference = float(np.abs(produced[name] - value).max()) / scale
+        assert difference <= TOLERANCE, f"{where} {name}: {difference}"
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "albert"])
+def test_text_signatures_equal_hugging_face(family, tmp_path):
+    hf_dir = tmp_path / "hf"
+    hf_dir.mkdir()
+    hf_tokenizer = save_tokenizer(family, hf_dir)
+    positions = MAX_SEQ_LENGTH + (2 if family == "roberta" else 0)
+    config = hf_config(family, vocab_size=len(hf_tokenizer), max_position_embeddings=positions)
+    reference = save_hf_model(f"{family.capitalize()}Model", config, hf_dir)
+    formats = ("saved_model", "tflite") if family == "bert" else ("saved_model",)
+    report = kerasbert.export.export(hf_dir, tmp_path / "out", formats=formats,
+                                     max_seq_length=MAX_SEQ_LENGTH, text_signatures=True)
+    assert report["artifacts"]["saved_model"]["verified"]
+
+    single_and_pair = [None, PAIRS[1][0], None, PAIRS[1][2]]
+    results = run_text_signatures(
+        str(tmp_path / "out"), ADVERSARIAL_TEXTS, [list(p) for p in PAIRS],
+        examples(PAIRS[0][:4], single_and_pair), str(tmp_path),
+        text_tflite_texts=LATIN_TEXTS if family == "bert" else None)
+
+    assert_close(results["serve_text"], hf_outputs(reference, hf_tokenizer, ADVERSARIAL_TEXTS),
+                 "serve_text")
+    assert_close(results["serve_text_pair"],
+                 hf_outputs(reference, hf_tokenizer, list(PAIRS[0]), list(PAIRS[1])),
+                 "serve_text_pair")
+    expected_rows = [hf_outputs(reference, hf_tokenizer, [text], None if pair is None else [pair])
+                     for text, pair in zip(PAIRS[0][:4], single_and_pair)]
+    assert_close(results["serve_examples"],
+                 {name: np.concatenate([row[name] for row in expected_rows])
+                  for name in expected_rows[0]}, "serve_examples")
+    if family == "bert":
+        assert "model_text.tflite" in report["artifacts"]
+        assert_close(results["model_text.tflite"],
+                     hf_outputs(reference, hf_tokenizer, LATIN_TEXTS), "model_text.tflite")
+    else:
+        assert "model_text.tflite" not in report["artifacts"]
