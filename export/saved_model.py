@@ -82,7 +82,9 @@ def write_saved_model(model, directory, tokenizer=None, max_seq_length=128):
     ['serving_default']
     """
     archive = keras.export.ExportArchive()
-    archive.track(model)
+    # The endpoints track the variables they use. `archive.track(model)` would store every
+    # weight a second time (Keras 3.15 saves the Keras variables and the tf.Variables under
+    # them separately), doubling the SavedModel's size.
     archive.add_endpoint("serving_default", serving_function(model))
     if tokenizer is not None:
         archive.track(tokenizer)

@@ -108,3 +108,12 @@ def test_run_gives_the_keras_logits(exported, tmp_path):
     full_length = tokenizer(TEXTS, max_length=MAX_SEQ_LENGTH)
     np.testing.assert_allclose(np.load(tmp_path / "text" / "logits.npy"),
                                model(full_length, training=False)["logits"], atol=1e-5)
+
+
+def test_the_weights_are_stored_once(exported):
+    model, _, work = exported
+    weight_bytes = sum(int(np.prod(weight.shape)) * 4 for weight in model.weights)
+    for variables in (work / "ids" / "saved_model" / "variables",
+                      work / "text" / "saved_model" / "3" / "variables"):
+        stored = sum(os.path.getsize(variables / name) for name in os.listdir(variables))
+        assert weight_bytes <= stored < 1.1 * weight_bytes, (variables, stored, weight_bytes)
