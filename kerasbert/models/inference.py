@@ -2,11 +2,14 @@
 
 import tensorflow as tf
 
-from kerasbert.models.encoder import INPUT_NAMES
+from kerasbert.models.tasks import encoder_of
 
 
 def inference_function(model, jit_compile=True):
-    """A `tf.function` that runs `model` in inference mode on int32 `[batch, seq]` inputs.
+    """A `tf.function` that runs `model` in inference mode on its int32 inputs.
+
+    `model` is an encoder, a pretraining model or a task model; every input axis is free
+    (`[batch, seq]`, `[batch, choices, seq]` for multiple choice).
 
     The function is traced once for any batch size and sequence length (XLA
     compiles once per distinct shape) and returns the model's output dict.
@@ -24,9 +27,9 @@ def inference_function(model, jit_compile=True):
     >>> tuple(out["pooled_output"].shape)
     (2, 128)
     """
-    signature = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
-
-    max_length = model.config.max_sequence_length
+    signature = {name: tf.TensorSpec([None] * len(tensor.shape), tf.int32, name=name)
+                 for name, tensor in model.input.items()}
+    max_length = encoder_of(model).config.max_sequence_length
 
     @tf.function(jit_compile=jit_compile, autograph=False)
     def compiled(inputs):
@@ -34,7 +37,7 @@ def inference_function(model, jit_compile=True):
 
     @tf.function(input_signature=[signature], autograph=False)
     def infer(inputs):
-        length = tf.shape(inputs["token_ids"])[1]
+        length = tf.shape(inputs["token_ids"])[-1]
         check = tf.debugging.assert_less_equal(
             length, max_length,
             message=f"Sequence length exceeds the {max_length} positions of {model.name}")
