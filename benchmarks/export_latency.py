@@ -53,10 +53,21 @@ with Keras serving's, and the largest absolute logit difference is given.
 Latency: batch 1, sequence 128 (one corpus line, padded). Every runtime is
 warmed up (`--warmup` calls), then the runtimes are interleaved: `--rounds`
 rounds, each calling every runtime `--calls` times in a row (the order rotates
-from round to round), so a burst of load from other processes hits all alike.
+from round to round, with a pause of `SWITCH_PAUSE` between runtimes so that one
+runtime's still-spinning worker threads do not slow the next), so a burst of
+load from other processes hits all alike.
 A call includes reading the logits into numpy; ms is the median over all timed
 calls. Size: the artifact on disk (the SavedModel folder, `model.safetensors`
 for PyTorch, the weights in memory for the Keras rows).
+
+Then every runtime but Keras serving and the SavedModel is dropped and those
+two are timed again the same way: TensorFlow alone in the process, as a server
+would run it.
+
+GEMM ceiling: TFLite's FULLY_CONNECTED alone at BERT's feed-forward shapes,
+float32 and dynamic-range int8, same threads (`gemm_ceiling`): what the int8
+kernels themselves gain on this CPU, whatever the model around them (the
+feed-forward and projection matmuls are ~90% of BERT-base's work at seq 128).
 
 Targets: dynamic-int8 TFLite >= 1.8x faster than float32 TFLite, and >= 3.5x
 smaller at >= 99% argmax agreement; ONNX Runtime >= 1.3x faster than PyTorch
@@ -117,6 +128,9 @@ KERAS, KERAS_XLA, SAVED_MODEL, ONNX, PYTORCH = (
     "Keras serving", "Keras XLA", "SavedModel", "ONNX Runtime", "PyTorch eager")
 DYNAMIC_SPEED_TARGET, DYNAMIC_SIZE_TARGET, AGREEMENT_TARGET = 1.8, 3.5, 0.99
 ONNX_TARGET, SAVED_MODEL_TOLERANCE = 1.3, 0.10
+# Seconds between one runtime's calls and the next's: OpenMP (PyTorch) and ONNX Runtime worker
+# threads spin for a while after their work, taking the cores from whatever runs next.
+SWITCH_PAUSE = 0.5
 # One export call per group. Split by default: one call with every format needs more than
 # 21.5 GB for BERT-base (tf2onnx's conversion on top of what the TFLite conversions left).
 EXPORT_GROUPS = {"one": [("saved_model", "tflite", "onnx")],
@@ -308,7 +322,8 @@ def agreement(runtimes, batches, reference_name):
 
 def interleaved_latency(runtimes, packed, warmup, rounds, calls):
     """`{runtime: median seconds per call}` over `rounds` rounds of `calls` calls each, the
-    runtimes interleaved (the order rotating every round) after `warmup` calls of each."""
+    runtimes interleaved (the order rotating every round, `SWITCH_PAUSE` between runtimes)
+    after `warmup` calls of each."""
     feeds = {name: feed(packed) for name, (_, feed) in runtimes.items()}
     for name, (run, _) in runtimes.items():
         print(f"  warm-up: {name} ...", file=sys.stderr, flush=True)
@@ -321,11 +336,50 @@ def interleaved_latency(runtimes, packed, warmup, rounds, calls):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
             run, feed_inputs = runtimes[name][0], feeds[name]
+            time.sleep(SWITCH_PAUSE)  # the previous runtime's spinning threads go idle
             for _ in range(calls):
                 start = time.perf_counter()
                 run(feed_inputs)
                 times[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in times.items()}
+
+
+def gemm_ceiling(config, calls=20):
+    """`{variant: GFLOP/s}` of TFLite's FULLY_CONNECTED alone, float32 vs dynamic-range int8,
+    under the same interpreter settings as the model rows: BERT-base's feed-forward shapes
+    (`SEQ_LENGTH` x hidden -> intermediate -> hidden, 4 times), static shapes. It bounds the
+    dynamic-int8 speed-up any BERT model can get from this CPU's int8 kernels."""
+    rng = np.random.default_rng(SEED)
+    hidden, inner = config.hidden_size, config.intermediate_size
+    weights = tf.Module()
+    weights.up = tf.Variable(rng.normal(0, 0.02, (hidden, inner)).astype(np.float32))
+    weights.down = tf.Variable(rng.normal(0, 0.02, (inner, hidden)).astype(np.float32))
+
+    def feed_forward(x):
+        for _ in range(4):
+            x = tf.matmul(tf.nn.gelu(tf.matmul(x, weights.up)), weights.down)
+        return {"y": x}
+    weights.run = tf.function(feed_forward, input_signature=[
+        tf.TensorSpec([SEQ_LENGTH, hidden], tf.float32, name="x")])
+    x = rng.normal(0, 1, (SEQ_LENGTH, hidden)).astype(np.float32)
+    flops = 4 * 2 * 2 * SEQ_LENGTH * hidden * inner
+    rates = {}
+    for variant in ("float32", "dynamic int8"):
+        converter = tf.lite.TFLiteConverter.from_concrete_functions(
+            [weights.run.get_concrete_function()], weights)
+        if variant != "float32":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        runner = Interpreter(model_content=converter.convert(),
+                             num_threads=THREADS).get_signature_runner()
+        for _ in range(3):
+            runner(x=x)
+        times = []
+        for _ in range(calls):
+            start = time.perf_counter()
+            runner(x=x)
+            times.append(time.perf_counter() - start)
+        rates[variant] = flops / statistics.median(times) / 1e9
+    return rates
 
 
 def report_summary(report):
@@ -452,10 +506,21 @@ def build_and_measure(args, config, quantize, work_dir):
     latencies = interleaved_latency(runtimes, latency_inputs, args.warmup, args.rounds,
                                     args.calls)
     real_tokens = int(latency_inputs["padding_mask"].sum())
+    print("Timing SavedModel and Keras serving with no other runtime loaded ...",
+          file=sys.stderr, flush=True)
+    tensorflow_only = {name: runtimes.pop(name) for name in (KERAS, SAVED_MODEL)}
+    runtimes.clear()
+    del torch_model
+    gc.collect()
+    alone = interleaved_latency(tensorflow_only, latency_inputs, args.warmup, args.rounds,
+                                args.calls)
+    print("Timing TFLite's FULLY_CONNECTED alone ...", file=sys.stderr, flush=True)
+    gemm = gemm_ceiling(config)
     return {"export_seconds": export_seconds, "report": report, "sizes": sizes,
             "agreements": agreements, "latencies": latencies,
             "reference": reference, "scale": scale, "real_tokens": real_tokens,
-            "attention": hf_attention, "export_groups": groups,
+            "attention": hf_attention, "export_groups": groups, "gemm": gemm,
+            "tensorflow_only": alone,
             "calibration_file": calibration_file}
 
 
@@ -509,6 +574,13 @@ def print_results(args, config, quantize, results, load_before):
     for line in report_summary(results["report"]):
         print(line)
     print()
+    gemm = results["gemm"]
+    print(f"TFLite FULLY_CONNECTED alone ({SEQ_LENGTH} x {config.hidden_size} -> "
+          f"{config.intermediate_size} -> {config.hidden_size}, x4, {THREADS} threads): "
+          + ", ".join(f"{name} {rate:.0f} GFLOP/s" for name, rate in gemm.items())
+          + f"; dynamic int8 / float32 = {gemm['dynamic int8'] / gemm['float32']:.2f}x (what "
+          "the int8 kernels themselves gain on this CPU).")
+    print()
     print("Targets:")
     float32, dynamic = TFLITE_ROWS["none"], TFLITE_ROWS["dynamic_int8"]
     if float32 in latencies and dynamic in latencies:
@@ -532,6 +604,11 @@ def print_results(args, config, quantize, results, load_before):
                      ratio <= 1 + SAVED_MODEL_TOLERANCE,
                      f"SavedModel / Keras serving = {ratio:.2f}x; / Keras XLA = "
                      f"{latencies[SAVED_MODEL] / latencies[KERAS_XLA]:.2f}x"))
+    alone = results["tensorflow_only"]
+    ratio = alone[SAVED_MODEL] / alone[KERAS]
+    print(check_line(f"the same, no other runtime loaded ({1000 * alone[SAVED_MODEL]:.1f} ms vs "
+                     f"{1000 * alone[KERAS]:.1f} ms)", ratio <= 1 + SAVED_MODEL_TOLERANCE,
+                     f"SavedModel / Keras serving = {ratio:.2f}x"))
 
 
 def report_version(results, package):
