@@ -1,12 +1,14 @@
 """What `export` accepts as its model: a Keras model, a `.keras` file, a `kerasbert-pretrain` or
-`kerasbert-finetune` directory, or a local Hugging Face folder, and the tokenizer that goes with it."""
+`kerasbert-finetune` directory, a local Hugging Face folder or an original Google TF1 checkpoint
+prefix, and the tokenizer that goes with it."""
 
 import os
 
 import keras
 
 from kerasbert.export.errors import ExportError
-from kerasbert.convert import from_hf
+from kerasbert.convert import from_google, from_hf
+from kerasbert.convert.from_google import is_checkpoint_prefix
 from kerasbert.models.electra import ElectraPretrainer
 from kerasbert.models.pretraining import PretrainingModel
 from kerasbert.tokenizers import Tokenizer
@@ -59,6 +61,8 @@ def discriminator_model(pretrainer):
 
 
 def _load_path(path):
+    if is_checkpoint_prefix(path):  # Google's TF1 checkpoint, its config file beside it
+        return from_google(path), None
     if not os.path.exists(path):
         raise ExportError(f"{path}: no such model file or directory")
     if os.path.isfile(path):

@@ -1,16 +1,20 @@
 """Import weights from local Hugging Face checkpoints into kerasbert models."""
 
 from kerasbert.convert.checkpoint_files import CheckpointFileError, read_state_dict
+from kerasbert.convert.from_google import from_google
 from kerasbert.convert.from_hf import UnsupportedArchitectureError, from_hf
+from kerasbert.convert.google_config import GoogleCheckpointError
 from kerasbert.convert.hf_config import HFConfigError, encoder_config_from_hf
 from kerasbert.convert.weights import WeightMismatchError
 
 __all__ = [
     "CheckpointFileError",
+    "GoogleCheckpointError",
     "HFConfigError",
     "UnsupportedArchitectureError",
     "WeightMismatchError",
     "encoder_config_from_hf",
+    "from_google",
     "from_hf",
     "read_state_dict",
 ]

@@ -1,4 +1,5 @@
-"""Where fine-tuning starts: a Hugging Face folder, a `.keras` model or a `kerasbert-pretrain` run.
+"""Where fine-tuning starts: a Hugging Face folder, a `.keras` model, a `kerasbert-pretrain` run or
+an original Google TF1 checkpoint.
 
 `pretrained_source(path)` tells which it is and gives a factory of fresh encoders with the
 pretrained weights (each fine-tuning seed starts from them again) and, where the source has
@@ -14,7 +15,8 @@ import keras
 import tensorflow as tf
 
 from kerasbert.config import EncoderConfig
-from kerasbert.convert import from_hf
+from kerasbert.convert import from_google, from_hf
+from kerasbert.convert.from_google import config_beside, is_checkpoint_prefix
 from kerasbert.models.electra import ElectraPretrainer, generator_config
 from kerasbert.models.encoder import build_encoder
 from kerasbert.models.pretraining import PretrainingModel
@@ -57,7 +59,10 @@ def pretrained_source(path):
       model): its encoder; no tokenizer;
     - a `kerasbert-pretrain` model directory (`kerasbert_model.json` and
       checkpoints): the encoder of its latest checkpoint and the tokenizer it
-      was trained with.
+      was trained with;
+    - the prefix of an original Google TF1 checkpoint (`.../bert_model.ckpt`,
+      with `bert_config.json`, `albert_config.json` or `config.json` beside
+      it): its encoder (`from_google(path, encoder_only=True)`); no tokenizer.
 
     >>> import tempfile
     >>> pretrained_source(tempfile.mkdtemp())
@@ -79,9 +84,13 @@ def pretrained_source(path):
         return PretrainedSource(
             "kerasbert-pretrain",
             lambda: encoder_of(_model_from_pretraining(description, checkpoint)), tokenizer)
+    if is_checkpoint_prefix(path):
+        config = config_beside(path)
+        return PretrainedSource("google", lambda: from_google(path, config, encoder_only=True),
+                                None)
     raise PretrainedSourceError(
-        f"{path}: not a Hugging Face folder (config.json), a .keras file or a kerasbert-pretrain "
-        f"directory ({PRETRAINED_MODEL_FILE})")
+        f"{path}: not a Hugging Face folder (config.json), a .keras file, a kerasbert-pretrain "
+        f"directory ({PRETRAINED_MODEL_FILE}) or a TF1 checkpoint prefix ({path}.index)")
 
 
 def pretraining_description(config, heads, generator_ratio=None, tokenizer=None):
