@@ -5,6 +5,7 @@ from kerasbert.convert.from_google import from_google
 from kerasbert.convert.from_hf import UnsupportedArchitectureError, from_hf
 from kerasbert.convert.google_config import GoogleCheckpointError
 from kerasbert.convert.hf_config import HFConfigError, encoder_config_from_hf
+from kerasbert.convert.to_hf import UnsupportedModelError, to_hf
 from kerasbert.convert.weights import WeightMismatchError
 
 __all__ = [
@@ -12,9 +13,11 @@ __all__ = [
     "GoogleCheckpointError",
     "HFConfigError",
     "UnsupportedArchitectureError",
+    "UnsupportedModelError",
     "WeightMismatchError",
     "encoder_config_from_hf",
     "from_google",
     "from_hf",
     "read_state_dict",
+    "to_hf",
 ]
