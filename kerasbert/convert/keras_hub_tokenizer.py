@@ -1,0 +1,107 @@
+"""The tokenizer of a keras-hub preset (`tokenizer.json` + `assets/tokenizer/`) as a kerasbert one.
+
+The kerasbert tokenizer gets the keras-hub tokenizer's vocabulary and the
+settings that change its ids, so both give the same ids for ordinary text:
+
+- `BertTokenizer`, `ElectraTokenizer` (WordPiece `vocabulary.txt`):
+  `WordPieceTokenizer` with keras-hub's `lowercase`, `strip_accents`,
+  `split_on_cjk` and `oov_token`.
+- `RobertaTokenizer` (byte-level BPE `vocabulary.json` + `merges.txt`):
+  `BytePairTokenizer` with keras-hub's `add_prefix_space`.
+- `AlbertTokenizer` (SentencePiece `vocabulary.spm`): `SentencePieceTokenizer`
+  with ALBERT's lower-casing, accent stripping and whitespace collapsing off,
+  because keras-hub hands the raw text to the SentencePiece model (whose own
+  normalizer still runs on both sides).
+
+Where the two still differ: kerasbert's BPE tokenizer turns `<unk>` written
+in the text into its id, as Hugging Face's does, where keras-hub tokenizes it
+as text (it keeps only `<s>`, `</s>`, `<pad>` and `<mask>` whole), and
+kerasbert's SentencePiece preprocessing turns `` and '' into `"` as ALBERT's
+does.
+Settings kerasbert cannot reproduce (`special_tokens_in_strings=True`, a
+suffix other than `##`, `split=False`, SentencePiece `add_bos`/`add_eos`)
+raise `KerasHubPresetError`.
+"""
+
+import json
+import os
+
+from kerasbert.convert.keras_hub_config import KerasHubPresetError
+from kerasbert.tokenizers import BytePairTokenizer, SentencePieceTokenizer, WordPieceTokenizer
+from kerasbert.tokenizers.from_hf import read_vocab_txt
+
+TOKENIZER_CONFIG_FILE = "tokenizer.json"
+ASSETS_DIRECTORY = os.path.join("assets", "tokenizer")
+
+
+def tokenizer_from_keras_hub(directory):
+    """The kerasbert tokenizer equal to the keras-hub tokenizer saved in preset `directory`."""
+    path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
+    if not os.path.isfile(path):
+        raise KerasHubPresetError(
+            f"keras-hub preset {directory!r} has no tokenizer ({TOKENIZER_CONFIG_FILE} is missing; "
+            "save one with tokenizer.save_to_preset(directory))")
+    try:
+        with open(path, encoding="utf-8") as file:
+            saved = json.load(file)
+        class_name, config = saved["class_name"], saved["config"]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as error:
+        raise KerasHubPresetError(
+            f"{path}: not a serialized keras-hub tokenizer ({error!r})") from None
+    if class_name not in _BUILDERS:
+        raise KerasHubPresetError(
+            f"{path}: keras-hub tokenizer class {class_name!r} is not supported; supported: "
+            f"{sorted(_BUILDERS)}")
+    assets = os.path.join(directory, ASSETS_DIRECTORY)
+    return _BUILDERS[class_name](assets, config, path)
+
+
+def _asset(assets, name):
+    path = os.path.join(assets, name)
+    if not os.path.isfile(path):
+        raise KerasHubPresetError(f"keras-hub tokenizer asset {path} is missing")
+    return path
+
+
+def _require(config, setting, expected, path):
+    value = config.get(setting, expected)
+    if value != expected:
+        raise KerasHubPresetError(
+            f"{path}: {setting}={value!r} has no kerasbert counterpart (kerasbert's tokenizer "
+            f"behaves as {setting}={expected!r})")
+
+
+def _wordpiece(assets, config, path):
+    _require(config, "special_tokens_in_strings", False, path)
+    _require(config, "suffix_indicator", "##", path)
+    _require(config, "split", True, path)
+    vocabulary_path = _asset(assets, "vocabulary.txt")
+    return WordPieceTokenizer(
+        read_vocab_txt(vocabulary_path), lowercase=config.get("lowercase", False),
+        strip_accents=config.get("strip_accents", False),
+        split_cjk=config.get("split_on_cjk", True), unk_token=config.get("oov_token", "[UNK]"),
+        source=vocabulary_path)
+
+
+def _byte_pair(assets, config, path):
+    return BytePairTokenizer.from_files(
+        _asset(assets, "vocabulary.json"), _asset(assets, "merges.txt"),
+        add_prefix_space=config.get("add_prefix_space", False))
+
+
+def _sentence_piece(assets, config, path):
+    _require(config, "add_bos", False, path)
+    _require(config, "add_eos", False, path)
+    model_path = _asset(assets, "vocabulary.spm")
+    with open(model_path, "rb") as file:
+        proto = file.read()
+    return SentencePieceTokenizer(proto, lowercase=False, keep_accents=True, remove_space=False,
+                                  source=model_path)
+
+
+_BUILDERS = {
+    "BertTokenizer": _wordpiece,
+    "ElectraTokenizer": _wordpiece,
+    "RobertaTokenizer": _byte_pair,
+    "AlbertTokenizer": _sentence_piece,
+}
