@@ -2,6 +2,11 @@
 
 __version__ = "0.1.0"
 
+from kerasbert import quiet_startup
+
+if quiet_startup.is_console_script():
+    quiet_startup.import_tensorflow_quietly()
+
 from kerasbert.config import EncoderConfig
 from kerasbert import layers, models, convert, tokenizers, zoo, export, data, training
 
