@@ -70,8 +70,8 @@ def main(argv):
     strategy = get_strategy(FLAGS.strategy, num_gpus=FLAGS.num_gpus, tpu=FLAGS.tpu)
     keras.utils.set_random_seed(FLAGS.seed)
     keras.mixed_precision.set_dtype_policy(FLAGS.mixed_precision)
-    tokenizer = None
-    if FLAGS.text_files is not None:
+    tokenizer = None  # sizes the vocabulary; with --text_files it also tokenizes
+    if FLAGS.text_files is not None or FLAGS.vocab_file or FLAGS.tokenizer_dir:
         tokenizer = tokenizer_from_flags("--text_files")
     config = _config(tokenizer)
     print(f"{strategy_summary(strategy)}; {FLAGS.model} ({_describe(config)})")
@@ -146,7 +146,7 @@ def _describe(config):
 
 def _dataset(tokenizer, context):
     """This worker's batches, repeated forever (its share of the global batch)."""
-    if tokenizer is not None:
+    if FLAGS.text_files is not None:
         return pretraining_dataset(
             FLAGS.text_files, tokenizer, FLAGS.objective, FLAGS.batch_size, FLAGS.max_seq_length,
             masked_lm_prob=FLAGS.masked_lm_prob,
