@@ -27,6 +27,7 @@ from absl import app, flags, logging  # noqa: E402
 from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
 from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
 from kerasbert.convert import from_hf  # noqa: E402
+from kerasbert.models.encoder import build_encoder  # noqa: E402
 from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
 from kerasbert.training.finetune import (EVAL_RESULTS, MODEL_FILE, FinetuneSettings,  # noqa: E402
                                          TaskFiles, evaluate_dev, finetune, write_json)
@@ -60,6 +61,10 @@ flags.DEFINE_float("null_score_diff_threshold", 0.0, "SQuAD v2.0: predict no ans
 flags.DEFINE_boolean("tune_null_threshold", False, "SQuAD v2.0: fit the null threshold on a "
                      "held-out twentieth of the training file's paragraphs (never on dev).")
 flags.DEFINE_float("num_train_epochs", 3.0, "Epochs (a fraction trains part of the last one).")
+flags.DEFINE_integer("max_train_examples", None, "Train on the first N training examples only.",
+                     lower_bound=1)
+flags.DEFINE_boolean("from_scratch", False, "Fine-tune --init_from's architecture from random "
+                     "weights instead of its pretrained ones (the baseline pretraining must beat).")
 flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
 flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch size.")
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps of linear warmup; linear "
@@ -82,7 +87,7 @@ def main(argv):
     settings = FinetuneSettings(
         max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
         max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
-        max_answer_length=FLAGS.max_answer_length,
+        max_answer_length=FLAGS.max_answer_length, max_train_examples=FLAGS.max_train_examples,
         null_score_diff_threshold=FLAGS.null_score_diff_threshold,
         tune_null_threshold=FLAGS.tune_null_threshold, num_train_epochs=FLAGS.num_train_epochs,
         train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
@@ -107,9 +112,15 @@ def _train_and_eval(task, files, settings):
     source = pretrained_source(FLAGS.init_from)
     tokenizer = _tokenizer(source.tokenizer)
     strategy = get_strategy(FLAGS.strategy, num_gpus=FLAGS.num_gpus, tpu=FLAGS.tpu)
-    print(f"{strategy_summary(strategy)}; {task.name} from {FLAGS.init_from} ({source.kind})")
+    origin = "random weights in the architecture of" if FLAGS.from_scratch else "pretrained"
+    print(f"{strategy_summary(strategy)}; {task.name} from {origin} {FLAGS.init_from} "
+          f"({source.kind})")
     seeds = [FLAGS.seed + offset for offset in range(FLAGS.num_seeds)]
-    results = finetune(task, source.make_encoder, tokenizer, files, FLAGS.model_dir, settings,
+    make_encoder = source.make_encoder
+    if FLAGS.from_scratch:
+        def make_encoder():
+            return build_encoder(source.make_encoder().config)
+    results = finetune(task, make_encoder, tokenizer, files, FLAGS.model_dir, settings,
                        strategy, seeds)
     print(f"\nBest dev results ({os.path.join(FLAGS.model_dir, EVAL_RESULTS)}): " + ", ".join(
         f"{name} {value:.4f}" for name, value in results.items() if isinstance(value, float)))

@@ -44,7 +44,9 @@ class FinetuneSettings:
     `null_score_diff_threshold`, `tune_null_threshold` (fit the threshold on a
     held-out twentieth of the training file's paragraphs); `labels`: the label
     names (set by the run from the training file or the model).
-    Training: AdamW with `weight_decay` (not on LayerNorm or biases), linear
+    Training: the first `max_train_examples` of the training file (all when None;
+    shipped and GLUE files are in no meaningful order, so it is a sample), AdamW
+    with `weight_decay` (not on LayerNorm or biases), linear
     warmup over `warmup_proportion` of the steps then linear decay to 0,
     global norm clipping at 1, `layerwise_lr_decay` (None or ELECTRA's
     factor), `jit_compile`.
@@ -61,6 +63,7 @@ class FinetuneSettings:
     null_score_diff_threshold: float = 0.0
     tune_null_threshold: bool = False
     num_train_epochs: float = 3.0
+    max_train_examples: Optional[int] = None
     train_batch_size: int = 32
     eval_batch_size: int = 32
     learning_rate: float = 5e-5
@@ -129,7 +132,7 @@ def finetune(task, make_encoder, tokenizer, files, model_dir, settings, strategy
 def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, strategy, seed, log):
     """One seed's run (see the module docstring); returns its `eval_results.json` content."""
     os.makedirs(model_dir, exist_ok=True)
-    train_examples = task.read(files.train, "train")
+    train_examples = task.read(files.train, "train")[:settings.max_train_examples]
     dev_sets = [(path, task.read(path, "dev")) for path in files.dev]
     settings = dataclasses.replace(settings, labels=settings.labels or
                                    task.labels(train_examples))
