@@ -1,6 +1,7 @@
 """`kerasbert-pretrain`: trains from text or records, logs to TensorBoard, checkpoints, resumes
 after a real kill at the same step and data position, and stops on a non-finite loss."""
 
+import json
 import os
 import signal
 import subprocess
@@ -70,10 +71,15 @@ def test_trains_from_pretraining_records(tmp_path):
          "--max_predictions_per_seq=8", "--dupe_factor=1", "--objective=sop"],
         capture_output=True, text=True, timeout=600)
     assert made.returncode == 0, made.stderr[-3000:]
-    result = _run(tmp_path / "run", f"--input_files={records}", "--objective=sop",
-                  "--train_steps=10", "--config_overrides=num_layers=1,hidden_size=32,num_heads=2,"
-                  "intermediate_size=64,max_positions=64,vocab_size=3568")
+    result = _run(tmp_path / "run", f"--input_files={records}", f"--vocab_file={VOCAB}",
+                  "--objective=sop", "--train_steps=10", "--config_overrides=num_layers=1,"
+                  "hidden_size=32,num_heads=2,intermediate_size=64,max_positions=64")
     assert "sop_logits_accuracy" in result.stdout
+    # The vocabulary file sizes the embedding, as with text input (not the preset's 30,522).
+    vocabulary_size = len(open(VOCAB, encoding="utf-8").read().splitlines())
+    assert f"vocab {vocabulary_size}," in result.stdout
+    with open(tmp_path / "run" / "kerasbert_model.json", encoding="utf-8") as file:
+        assert json.load(file)["encoder_config"]["vocab_size"] == vocabulary_size
 
 
 @pytest.mark.slow
