@@ -32,7 +32,7 @@ def _as_feed(value):
     return value
 
 
-def _saved_model_runner(request, artifact):
+def saved_model_runner(request, artifact):
     import tensorflow as tf
     if request.get("needs_tensorflow_text"):
         import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
@@ -53,7 +53,7 @@ def _saved_model_runner(request, artifact):
     return run, info
 
 
-def _tflite_runner(request, artifact):
+def tflite_runner(request, artifact):
     if artifact.get("custom_ops") == "tensorflow_text":
         import tensorflow_text
         from tensorflow.lite.python.interpreter import InterpreterWithCustomOps
@@ -80,7 +80,7 @@ def _tflite_runner(request, artifact):
     return run, info
 
 
-def _onnx_runner(request, artifact):
+def onnx_runner(request, artifact):
     import onnxruntime
     options = onnxruntime.SessionOptions()
     if request.get("threads"):
@@ -98,7 +98,7 @@ def _onnx_runner(request, artifact):
     return run, info
 
 
-_RUNNERS = {"saved_model": _saved_model_runner, "tflite": _tflite_runner, "onnx": _onnx_runner}
+_RUNNERS = {"saved_model": saved_model_runner, "tflite": tflite_runner, "onnx": onnx_runner}
 
 
 def main(request_path):

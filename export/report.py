@@ -91,12 +91,19 @@ def make_report(model, tokenizer, build, max_seq_length, opset):
         "model": {"name": model.name, "family": config.family,
                   "inputs": {name: tensor.shape for name, tensor in model.input.items()},
                   "outputs": sorted(model.output),
-                  "tokenizer": type(tokenizer).__name__ if tokenizer is not None else None},
+                  "tokenizer": type(tokenizer).__name__ if tokenizer is not None else None,
+                  "labels": _label_names(model)},
         "max_seq_length": max_seq_length,
         "onnx_opset": opset,
         "artifacts": build.artifacts,
         "skipped": build.skipped,
     }
+
+
+def _label_names(model):
+    """A task model's label names by class index (what its logits' columns mean), or None."""
+    id2label = getattr(model, "id2label", None)
+    return [id2label[index] for index in sorted(id2label)] if id2label else None
 
 
 def write_report(path, report):

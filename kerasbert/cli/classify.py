@@ -1,0 +1,60 @@
+"""`kerasbert-classify`: label raw texts with an exported classifier, through the raw-text TFLite
+file and the SavedModel's `serve_text`, and check that both runtimes give the same labels.
+
+    kerasbert-classify --export_dir=exports/gloss --input_file=sentences.txt
+"""
+
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from absl import app, flags, logging  # noqa: E402
+
+from kerasbert.atomic_files import write_atomically  # noqa: E402
+from kerasbert.export.errors import ExportError  # noqa: E402
+from kerasbert.export.text_classification import RUNTIMES, classify  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("export_dir", None, "A kerasbert-export folder made with --text_signatures.",
+                    required=True)
+flags.DEFINE_string("input_file", None, "Texts to classify, one a line (UTF-8).", required=True)
+flags.DEFINE_list("runtimes", list(RUNTIMES), f"Any of {', '.join(RUNTIMES)}; with two, their "
+                  "labels must agree.")
+flags.DEFINE_string("output_file", None, "Write the predictions here as JSON.")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    logging.set_verbosity(logging.WARNING)
+    with open(FLAGS.input_file, encoding="utf-8") as file:
+        texts = [line.strip() for line in file if line.strip()]
+    if not texts:
+        raise ExportError(f"{FLAGS.input_file}: no text lines")
+    predictions = classify(FLAGS.export_dir, texts, FLAGS.runtimes)
+    width = min(60, max(len(text) for text in texts))
+    print("  ".join(["text".ljust(width), *FLAGS.runtimes]))
+    for index, text in enumerate(texts):
+        shown = text if len(text) <= width else text[:width - 3] + "..."
+        print("  ".join([shown.ljust(width), *(predictions[runtime][index]
+                                               for runtime in FLAGS.runtimes)]))
+    if FLAGS.output_file:
+        write_atomically(FLAGS.output_file, json.dumps(
+            [{"text": text, **{runtime: predictions[runtime][index] for runtime in FLAGS.runtimes}}
+             for index, text in enumerate(texts)], indent=1) + "\n")
+
+
+def _main_reporting_errors(argv):
+    try:
+        main(argv)
+    except (ExportError, ValueError, OSError) as error:
+        raise SystemExit(f"kerasbert-classify: error: {' '.join(str(error).split())}") from None
+
+
+def run():
+    app.run(_main_reporting_errors)
+
+
+if __name__ == "__main__":
+    run()
