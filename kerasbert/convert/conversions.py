@@ -1,0 +1,108 @@
+"""Convert a model between the formats kerasbert reads and writes: what `kerasbert-convert` does.
+
+Sources: an original Google TF1 checkpoint prefix (`from_google`), a Hugging Face folder
+(`from_hf`), a keras-hub preset folder (`from_keras_hub`) or a kerasbert `.keras` file.
+Targets: a Hugging Face folder (`to_hf`) or a `.keras` file.
+"""
+
+import os
+import shutil
+import tempfile
+
+import keras
+
+from kerasbert.convert.from_google import from_google, is_checkpoint_prefix
+from kerasbert.convert.from_hf import from_hf
+from kerasbert.convert.from_keras_hub import from_keras_hub
+from kerasbert.convert.keras_hub_tokenizer import TOKENIZER_CONFIG_FILE
+from kerasbert.convert.to_hf import to_hf
+from kerasbert.tokenizers import from_hf as tokenizer_from_hf
+
+SOURCE_FORMATS = ("google", "hf", "keras_hub", "keras")
+TARGET_FORMATS = ("hf", "keras")
+_KERAS_HUB_MARKERS = ("metadata.json", "model.weights.h5")
+_HF_TOKENIZER_FILES = ("vocab.txt", "vocab.json", "spiece.model", "tokenizer.json")
+
+
+class ConversionError(ValueError):
+    """The source cannot be read as the format asked for, or the target cannot be written."""
+
+
+def source_format(path):
+    """Which of `SOURCE_FORMATS` `path` is.
+
+    >>> import tempfile
+    >>> source_format(tempfile.mkdtemp())
+    Traceback (most recent call last):
+    ...
+    kerasbert.convert.conversions.ConversionError: ...: not a TF1 checkpoint prefix, ...
+    """
+    if path.endswith(".keras") and os.path.isfile(path):
+        return "keras"
+    if is_checkpoint_prefix(path):
+        return "google"
+    if os.path.isfile(os.path.join(path, "config.json")):
+        markers = [name for name in _KERAS_HUB_MARKERS if os.path.isfile(os.path.join(path, name))]
+        return "keras_hub" if markers else "hf"
+    raise ConversionError(f"{path}: not a TF1 checkpoint prefix, a Hugging Face or keras-hub "
+                          "folder (config.json) or a .keras file")
+
+
+def load_model(path, input_format="auto", config_json=None, encoder_only=False):
+    """`(model, tokenizer or None)` read from `path` in `input_format` ("auto": `source_format`)."""
+    input_format = source_format(path) if input_format == "auto" else input_format
+    if input_format == "google":
+        return from_google(path, config_json, encoder_only=encoder_only), None
+    if input_format == "hf":
+        has_tokenizer = any(os.path.isfile(os.path.join(path, name))
+                            for name in _HF_TOKENIZER_FILES)
+        return (from_hf(path, encoder_only=encoder_only),
+                tokenizer_from_hf(path) if has_tokenizer else None)
+    if input_format == "keras_hub":
+        if os.path.isfile(os.path.join(path, TOKENIZER_CONFIG_FILE)):
+            return from_keras_hub(path, with_tokenizer=True)
+        return from_keras_hub(path), None
+    if input_format == "keras":
+        model = keras.models.load_model(path)
+        return (getattr(model, "encoder", model) if encoder_only else model), None
+    raise ConversionError(f"unknown input format {input_format!r}; choose from "
+                          f"{['auto', *SOURCE_FORMATS]}")
+
+
+def convert(input_path, output_path, input_format="auto", output_format="auto",
+            config_json=None, encoder_only=False, tokenizer_dir=None):
+    """Read `input_path`, write `output_path` (a Hugging Face folder, or a `.keras` file when
+    the name ends so or `output_format="keras"`); return the model.
+
+    `tokenizer_dir` (a Hugging Face tokenizer folder) overrides the source's own tokenizer,
+    whose files go into a Hugging Face target.
+    """
+    output_format = ("keras" if output_path.endswith(".keras") else "hf") \
+        if output_format == "auto" else output_format
+    if output_format not in TARGET_FORMATS:
+        raise ConversionError(f"unknown output format {output_format!r}; choose from "
+                              f"{['auto', *TARGET_FORMATS]}")
+    if os.path.exists(output_path) and not (os.path.isdir(output_path)
+                                            and not os.listdir(output_path)):
+        raise ConversionError(f"{output_path}: already exists; choose a new path")
+    model, tokenizer = load_model(input_path, input_format, config_json, encoder_only)
+    if tokenizer_dir is not None:
+        tokenizer = tokenizer_from_hf(tokenizer_dir)
+    if output_format == "hf":
+        to_hf(model, output_path, tokenizer=tokenizer)
+    else:
+        _save_keras(model, output_path)
+    return model
+
+
+def _save_keras(model, path):
+    """`model.save(path)` through a temporary file beside it, renamed when complete."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    scratch = tempfile.mkdtemp(dir=directory, prefix=".convert-")
+    try:
+        temporary = os.path.join(scratch, os.path.basename(path))
+        model.save(temporary)
+        os.replace(temporary, path)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
