@@ -41,6 +41,7 @@ setup(
         "scipy>=1.11",
         "seqeval>=1.2.2",
         "ai-edge-litert>=2.3,<3",
+        "matplotlib>=3.8",
     ],
     extras_require={
         "test": [
@@ -58,6 +59,8 @@ setup(
             "kerasbert-pretrain=kerasbert.cli.pretrain:run",
             "kerasbert-finetune=kerasbert.cli.finetune:run",
             "kerasbert-export=kerasbert.cli.export:run",
+            "kerasbert-classify=kerasbert.cli.classify:run",
+            "kerasbert-convert=kerasbert.cli.convert:run",
         ],
     },
 )

@@ -1,39 +1,150 @@
-"""The main job: build, run, save and reload presets, and print the table."""
+"""The main job (`kerasbert-demo --quick`): every stage through its console script, on the shipped
+data, interrupted once and continued; what it writes and shows."""
 
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
-from kerasbert import demo
+import pytest
 
+from kerasbert.main_job import QUICK
+from kerasbert.main_job.runner import StageError, format_table, run_stage
+from kerasbert.main_job.stages import Stage, plan
 
-def test_smallest_preset_of_each_family():
-    assert demo.smallest_presets() == ["bert_tiny_uncased", "roberta_base", "albert_base_v2",
-                                       "electra_small_discriminator"]
+pytestmark = pytest.mark.slow
 
-
-def test_batches_are_shipped_corpus_text_through_the_preset_tokenizer():
-    sentences = demo.corpus_sentences(4)
-    assert len(sentences) == 4 and all(len(s.split()) > 3 for s in sentences)
-
-
-def test_run_and_table(tmp_path):
-    rows = demo.run_demo(["bert_tiny_uncased"], work_dir=str(tmp_path))
-    (row,) = rows
-    assert row.parameters == 4_385_920  # transformers' BertModel for google/bert_uncased_L-2_H-128_A-2
-    assert row.output_shapes == {"sequence_output": (2, 16, 128), "pooled_output": (2, 128)}
-    assert row.reload_max_diff < 1e-5
-    assert (tmp_path / "bert_tiny_uncased.keras").exists()
-    table = demo.format_table(rows)
-    assert "bert_tiny_uncased" in table and "4,385,920" in table and "reload max-diff" in table
+STAGES = ["vocabulary", "pretraining_data", "pretrain", "finetune_pretrained",
+          "finetune_from_scratch", "test_pretrained", "test_from_scratch", "export", "classify"]
+SPAM = ("cudart_stub", "absl::InitializeLog", "cuInit", "cpu_feature_guard", "Traceback")
+DEMO = os.path.join(os.path.dirname(sys.executable), "kerasbert-demo")
 
 
-def test_command_line(tmp_path):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    result = subprocess.run([sys.executable, "-m", "kerasbert.cli.demo", "--presets=bert_tiny_uncased",
-                             f"--work_dir={tmp_path}"], env=env, capture_output=True, text=True,
-                            check=True)
-    assert "bert_tiny_uncased" in result.stdout and "sequence_output (2, 16, 128)" in result.stdout
-    failed = subprocess.run([sys.executable, "-m", "kerasbert.cli.demo", "--presets=bert_nano"],
-                            env=env, capture_output=True, text=True)
-    assert failed.returncode != 0 and "bert_nano" in failed.stderr
+def _listing(directory):
+    return os.listdir(directory) if os.path.isdir(directory) else []
+
+
+def _wait_for(condition, process, timeout=900):
+    deadline = time.time() + timeout
+    while not condition():
+        assert process.poll() is None, "the main job ended before the point to interrupt it"
+        assert time.time() < deadline, "timed out waiting for the main job"
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def interrupted_then_finished(tmp_path_factory):
+    """A quick run interrupted (Ctrl-C) once pretraining has written a checkpoint, then the same
+    command again: `(runs_dir, first_output, second_output)`."""
+    runs = tmp_path_factory.mktemp("runs")
+    first = subprocess.Popen([DEMO, "--quick", f"--runs_dir={runs}"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+    def pretraining_checkpointed():
+        return any(name.endswith(".index") for run in os.listdir(runs)
+                   for name in _listing(os.path.join(runs, run, "pretrain")))
+    _wait_for(pretraining_checkpointed, first)
+    os.killpg(first.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    first_output, _ = first.communicate(timeout=120)
+    assert first.returncode != 0
+    second = subprocess.run([DEMO, "--quick", f"--runs_dir={runs}"], capture_output=True,
+                            text=True, timeout=1800)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    return runs, first_output, second.stdout + second.stderr
+
+
+@pytest.fixture(scope="module")
+def run_dir(interrupted_then_finished):
+    runs, _, _ = interrupted_then_finished
+    (name,) = os.listdir(runs)  # continued, not started again
+    return os.path.join(runs, name)
+
+
+def test_interrupted_run_continues_where_it_stopped(interrupted_then_finished, run_dir):
+    _, first, second = interrupted_then_finished
+    assert "interrupted" in first and "Traceback" not in first
+    assert "Continuing a quick run in" in second
+    assert "vocabulary: " in second and "done before" in second
+    with open(os.path.join(run_dir, "logs", "pretrain.log"), encoding="utf-8") as file:
+        log = file.read()
+    assert log.count("$ ") == 2  # started twice, the second time from the checkpoint
+    with open(os.path.join(run_dir, "stages", "pretrain.json"), encoding="utf-8") as file:
+        assert json.load(file)["size_bytes"] > 0
+
+
+def test_terminal_shows_stages_not_tensorflow_noise(interrupted_then_finished):
+    _, first, second = interrupted_then_finished
+    for output in (first, second):
+        assert not [word for word in SPAM if word in output], output[-2000:]
+    assert "[9/9] label raw sentences" in second
+    assert "Held-out test accuracy: pretrained" in second
+    for name in STAGES:
+        assert f"\n{name} " in second  # a row of the final table
+
+
+def test_summary_json(run_dir):
+    with open(os.path.join(run_dir, "summary.json"), encoding="utf-8") as file:
+        summary = json.load(file)
+    assert [stage["name"] for stage in summary["stages"]] == STAGES
+    for stage in summary["stages"]:
+        assert set(stage) == {"name", "seconds", "metric", "artifact", "size_bytes"}
+        assert stage["seconds"] > 0 and stage["size_bytes"] > 0 and stage["metric"]
+        assert os.path.exists(os.path.join(run_dir, stage["artifact"]))
+    for arm in ("pretrained", "from_scratch"):
+        with open(os.path.join(run_dir, f"test_{arm}", "eval_results.json")) as file:
+            scored = json.load(file)
+        assert summary["finetune"][arm]["test_accuracy"] == scored["accuracy"]
+        assert 0.0 < scored["accuracy"] < 1.0
+
+
+def test_the_test_split_is_what_was_scored(run_dir):
+    with open(os.path.join(run_dir, "flags", "test_pretrained.flags"), encoding="utf-8") as file:
+        flags = file.read()
+    assert "wordnet_gloss-test.tsv.gz" in flags and "--mode=eval" in flags
+    with open(os.path.join(run_dir, "flags", "finetune_pretrained.flags")) as file:
+        assert "wordnet_gloss-test" not in file.read()
+
+
+def test_every_stage_has_a_flagfile_its_binary_accepts(run_dir):
+    for name, stage in zip(STAGES, plan(run_dir, QUICK)):
+        path = os.path.join(run_dir, "flags", f"{name}.flags")
+        with open(path, encoding="utf-8") as file:
+            assert file.read().splitlines() == stage.flagfile_lines()
+
+
+def test_exports_and_labels(run_dir):
+    export = os.path.join(run_dir, "export")
+    for name in ("saved_model", "model.tflite", "model_dynamic_int8.tflite", "model_text.tflite",
+                 "model.onnx", "export_report.json"):
+        assert os.path.exists(os.path.join(export, name)), name
+    with open(os.path.join(run_dir, "classify", "predictions.json"), encoding="utf-8") as file:
+        predictions = json.load(file)
+    with open(os.path.join(run_dir, "sentences.txt"), encoding="utf-8") as file:
+        assert [entry["text"] for entry in predictions] == file.read().splitlines()
+    labels = json.load(open(os.path.join(export, "export_report.json")))["model"]["labels"]
+    for entry in predictions:
+        assert entry["tflite"] == entry["saved_model"] and entry["tflite"] in labels
+
+
+def test_curves_png(run_dir):
+    with open(os.path.join(run_dir, "curves.png"), "rb") as file:
+        assert file.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_failing_stage_is_one_named_line(tmp_path):
+    stage = Stage("export", "export", "kerasbert-export",
+                  {"model": str(tmp_path / "missing.keras"), "output_dir": str(tmp_path / "out")},
+                  "out", False, None)
+    with pytest.raises(StageError, match=r"stage export \(kerasbert-export\) failed: "
+                                         r"kerasbert-export: error: .*missing.keras"):
+        run_stage(stage, str(tmp_path))
+    assert not (tmp_path / "stages" / "export.json").exists()
+
+
+def test_table():
+    table = format_table([{"name": "pretrain", "seconds": 61.2, "metric": "MLM accuracy 0.1",
+                           "artifact": "pretrain", "size_bytes": 2_500_000}])
+    assert "pretrain  61" in table and "2.5 MB" in table and table.splitlines()[-1].startswith(
+        "total")

@@ -1,28 +1,32 @@
-"""`kerasbert-demo`: the main job (for now: every family's smallest preset, built, run, saved, reloaded)."""
+"""`kerasbert-demo`: the main job, from the shipped raw text to a verified model on a phone format.
 
-import os
+    kerasbert-demo            # about 10 minutes on 2 CPU cores; writes runs/<timestamp>/
+    kerasbert-demo --quick    # the same stages at toy sizes, about 2 minutes
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+Interrupted, the same command continues the newest unfinished run. Every stage is a console
+script run with the flagfile in `runs/<timestamp>/flags/`, so one stage can be rerun alone.
+"""
 
-from absl import app, flags  # noqa: E402
+from absl import app, flags
 
-from kerasbert import demo, zoo  # noqa: E402
+from kerasbert.main_job import StageError, run_main_job
 
 FLAGS = flags.FLAGS
-flags.DEFINE_list("presets", None, "Presets to run (default: the smallest of each family).")
-flags.DEFINE_string("work_dir", None, "Where to write the .keras files (default: a temporary directory).")
+flags.DEFINE_boolean("quick", False, "Toy sizes: every stage in about 2 minutes.")
+flags.DEFINE_string("runs_dir", "runs", "Where runs go (runs/<timestamp>/).")
+flags.DEFINE_string("run_dir", None, "Continue (or start) this run directory instead.")
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    for name in FLAGS.presets or ():
-        try:
-            zoo.get_config(name)
-        except zoo.UnknownPresetError as error:
-            raise app.UsageError(f"--presets: {error}") from None
-    rows = demo.run_demo(FLAGS.presets, FLAGS.work_dir)
-    print(demo.format_table(rows))
+    try:
+        run_main_job(FLAGS.runs_dir, quick=FLAGS.quick, run_dir=FLAGS.run_dir)
+    except KeyboardInterrupt:
+        raise SystemExit("\nkerasbert-demo: interrupted; run the same command again to "
+                         "continue") from None
+    except (StageError, OSError) as error:
+        raise SystemExit(f"kerasbert-demo: error: {error}") from None
 
 
 def run():

@@ -1,0 +1,223 @@
+"""Run the main job: each stage's console script in its own process with a flagfile in the run
+directory, its progress on the terminal and TensorFlow's messages in a log, its result recorded
+so that running the job again continues an interrupted run where it stopped."""
+
+import dataclasses
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from kerasbert.atomic_files import write_atomically
+from kerasbert.data import demo
+from kerasbert.main_job import stages as stages_module
+from kerasbert.main_job.curves import ARMS, draw_curves
+
+RUN_FILE = "run.json"
+SUMMARY_FILE = "summary.json"
+CURVES_FILE = "curves.png"
+RESULTS_DIR = "stages"
+FLAGS_DIR = "flags"
+LOGS_DIR = "logs"
+
+
+class StageError(RuntimeError):
+    """A stage's binary failed; the message names the stage, its error line and its log."""
+
+
+def choose_run_dir(runs_dir, quick):
+    """The newest unfinished run in `runs_dir` made with the same `quick` setting (to continue
+    it), or a new `runs_dir/<timestamp>` folder.
+
+    >>> import tempfile
+    >>> runs = tempfile.mkdtemp()
+    >>> first = choose_run_dir(runs, quick=True)
+    >>> os.makedirs(first); start_run(first, quick=True)
+    >>> choose_run_dir(runs, quick=True) == first, choose_run_dir(runs, quick=False) == first
+    (True, False)
+    """
+    if os.path.isdir(runs_dir):
+        for name in sorted(os.listdir(runs_dir), reverse=True):
+            candidate = os.path.join(runs_dir, name)
+            run_file = os.path.join(candidate, RUN_FILE)
+            if os.path.isfile(run_file) and not os.path.exists(os.path.join(candidate,
+                                                                             SUMMARY_FILE)):
+                with open(run_file, encoding="utf-8") as file:
+                    if json.load(file)["quick"] == quick:
+                        return candidate
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidate, suffix = os.path.join(runs_dir, stamp), 1
+    while os.path.exists(candidate):
+        suffix += 1
+        candidate = os.path.join(runs_dir, f"{stamp}-{suffix}")
+    return candidate
+
+
+def start_run(run_dir, quick):
+    """Record a run's settings and write the sentences its last stage classifies (once)."""
+    if os.path.isfile(os.path.join(run_dir, RUN_FILE)):
+        return
+    settings = stages_module.QUICK if quick else stages_module.FULL
+    write_atomically(os.path.join(run_dir, stages_module.SENTENCES_FILE),
+                     "".join(text + "\n" for _, text in held_out_sentences()))
+    write_atomically(os.path.join(run_dir, RUN_FILE), json.dumps(
+        {"quick": quick, "settings": dataclasses.asdict(settings)}, indent=1) + "\n")
+
+
+def held_out_sentences(count=stages_module.SENTENCE_COUNT):
+    """`(label, text)` of the first `count` glosses of the shipped test split."""
+    with gzip.open(demo.classification_files()["test"], "rt", encoding="utf-8") as file:
+        next(file)  # the header
+        return [tuple(next(file).rstrip("\n").split("\t", 1)) for _ in range(count)]
+
+
+def run_main_job(runs_dir="runs", quick=False, run_dir=None, out=print):
+    """Run (or continue) every stage in order; return the summary written to `summary.json`."""
+    run_dir = os.path.abspath(run_dir or choose_run_dir(runs_dir, quick))
+    continuing = os.path.isfile(os.path.join(run_dir, RUN_FILE))
+    os.makedirs(run_dir, exist_ok=True)
+    start_run(run_dir, quick)
+    with open(os.path.join(run_dir, RUN_FILE), encoding="utf-8") as file:
+        quick = json.load(file)["quick"]
+    settings = stages_module.QUICK if quick else stages_module.FULL
+    out(f"{'Continuing' if continuing else 'Starting'} {'a quick' if quick else 'a'} run in "
+        f"{run_dir}")
+    started = time.time()
+    plan = stages_module.plan(run_dir, settings)
+    results = []
+    for number, stage in enumerate(plan, start=1):
+        out(f"\n[{number}/{len(plan)}] {stage.title}  ({stage.script})")
+        result = run_stage(stage, run_dir)
+        out(f"  {stage.name}: {result['metric']} ({result['seconds']:.0f} s"
+            f"{', done before' if result.get('reused') else ''}) -> {result['artifact']}")
+        results.append(result)
+    summary = make_summary(run_dir, quick, results, time.time() - started)
+    draw_curves(run_dir, os.path.join(run_dir, CURVES_FILE))
+    write_atomically(os.path.join(run_dir, SUMMARY_FILE), json.dumps(summary, indent=1) + "\n")
+    out("\n" + format_table(summary["stages"]))
+    arms = summary["finetune"]
+    out(f"\nHeld-out test accuracy: pretrained {arms['pretrained']['test_accuracy']:.3f}, "
+        f"from scratch {arms['from_scratch']['test_accuracy']:.3f}")
+    out(f"Wrote {os.path.join(run_dir, SUMMARY_FILE)} and {os.path.join(run_dir, CURVES_FILE)}")
+    return summary
+
+
+def run_stage(stage, run_dir):
+    """Run `stage` unless a result of it is recorded; return its result."""
+    result_path = os.path.join(run_dir, RESULTS_DIR, f"{stage.name}.json")
+    if os.path.isfile(result_path):
+        with open(result_path, encoding="utf-8") as file:
+            return {**json.load(file), "reused": True}
+    output = os.path.join(run_dir, stage.output)
+    if not stage.resumable:
+        _remove(output)
+    flagfile = write_atomically(os.path.join(run_dir, FLAGS_DIR, f"{stage.name}.flags"),
+                                "\n".join(stage.flagfile_lines()) + "\n")
+    log_path = os.path.join(run_dir, LOGS_DIR, f"{stage.name}.log")
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    started = time.time()
+    returncode = _run_showing_progress([console_script(stage.script), f"--flagfile={flagfile}"],
+                                       log_path)
+    seconds = time.time() - started
+    if returncode != 0:
+        raise StageError(f"stage {stage.name} ({stage.script}) failed: {_last_line(log_path)} "
+                         f"(full log: {log_path}; rerun to continue)")
+    metric, values = stage.describe(run_dir)
+    result = {"name": stage.name, "seconds": round(seconds, 1), "metric": metric,
+              "artifact": stage.output,
+              "size_bytes": _size(output), "values": values}
+    write_atomically(result_path, json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def console_script(name):
+    """The path of kerasbert's console script `name`, beside this Python if installed there."""
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    found = beside if os.path.isfile(beside) else shutil.which(name)
+    if found is None:
+        raise StageError(f"{name}: not installed (pip install -e . installs kerasbert's binaries)")
+    return found
+
+
+def _run_showing_progress(command, log_path):
+    """Run `command`: its stdout (progress bars, results) to the terminal and the log, its
+    stderr (TensorFlow's messages) to the log only."""
+    with open(log_path, "ab") as log:
+        log.write(f"$ {' '.join(command)}\n".encode())
+        log.flush()
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log,
+                                   env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        terminal = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+        while chunk := os.read(process.stdout.fileno(), 4096):
+            log.write(chunk)
+            if terminal is not None:
+                terminal.write(chunk)
+                terminal.flush()
+            else:
+                sys.stdout.write(chunk.decode("utf-8", "replace"))
+        return process.wait()
+
+
+def _last_line(log_path):
+    with open(log_path, encoding="utf-8", errors="replace") as file:
+        lines = [line.strip() for line in file if line.strip()]
+    errors = [line for line in lines if ": error:" in line or "Error" in line]
+    return (errors or lines or ["no output"])[-1]
+
+
+def _remove(path):
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    elif os.path.exists(path):
+        os.remove(path)
+
+
+def _size(path):
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(os.path.getsize(os.path.join(folder, name))
+               for folder, _, names in os.walk(path) for name in names)
+
+
+def make_summary(run_dir, quick, results, seconds):
+    """The content of `summary.json` (see README: `stages` and `finetune`)."""
+    by_name = {result["name"]: result for result in results}
+    finetune = {arm: {**by_name[f"finetune_{arm}"]["values"], **by_name[f"test_{arm}"]["values"]}
+                for arm in ARMS}
+    return {
+        "run_dir": run_dir, "quick": quick, "seconds": round(seconds, 1),
+        "stages": [{key: result[key] for key in ("name", "seconds", "metric", "artifact",
+                                                  "size_bytes")} for result in results],
+        "finetune": finetune,
+        "pretraining": by_name["pretrain"]["values"],
+        "classified": by_name["classify"]["values"]["predictions"],
+    }
+
+
+def format_table(rows):
+    """The stages as an aligned text table.
+
+    >>> print(format_table([{"name": "vocabulary", "seconds": 12.0, "metric": "3,000 tokens",
+    ...                      "artifact": "vocabulary/vocab.txt", "size_bytes": 20480}]))
+    stage       seconds  key metric    artifact              size
+    ----------  -------  ------------  --------------------  -------
+    vocabulary  12       3,000 tokens  vocabulary/vocab.txt  20.5 kB
+    total       12
+    """
+    header = ("stage", "seconds", "key metric", "artifact", "size")
+    lines = [(row["name"], f"{row['seconds']:.0f}", row["metric"], row["artifact"],
+              _human(row["size_bytes"])) for row in rows]
+    lines.append(("total", f"{sum(row['seconds'] for row in rows):.0f}", "", "", ""))
+    widths = [max(len(cell) for cell in column) for column in zip(header, *lines)]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
+                     for line in [header, tuple("-" * width for width in widths), *lines])
+
+
+def _human(size):
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
