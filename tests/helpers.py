@@ -156,3 +156,30 @@ def tiny_demo_config(preset, tokenizer, **overrides):
     return kerasbert.zoo.get_config(preset).replace(
         vocab_size=tokenizer.vocabulary_size(), num_layers=2, hidden_size=128, num_heads=2,
         intermediate_size=512, max_positions=PRETRAINING_LENGTH, **overrides)
+
+
+def masked_positions(inputs, count, seed):
+    """`count` positions per row inside its real tokens (repeats allowed, as padding does)."""
+    rng = np.random.default_rng(seed)
+    lengths = inputs["padding_mask"].sum(1)
+    return np.stack([rng.integers(0, length, size=count) for length in lengths]).astype("int32")
+
+
+def assert_pretraining_outputs_match(model, reference, output_names, tolerance=1e-5):
+    """A kerasbert pretraining model's outputs equal a `transformers` model's on two input
+    shapes; `output_names` maps transformers' output names to ours (MLM logits are compared at
+    the masked positions)."""
+    for seed, (batch, seq) in enumerate([(3, 12), (2, 7)]):
+        inputs = random_inputs(model.encoder.config, batch=batch, seq=seq, seed=seed)
+        if "masked_lm_positions" in model.input:
+            inputs["masked_lm_positions"] = masked_positions(inputs, 4, seed)
+        expected = hf_outputs(reference, inputs)
+        outputs = model(inputs)
+        for theirs, ours in output_names.items():
+            want = getattr(expected, theirs).numpy()
+            if ours == "mlm_logits":
+                want = np.take_along_axis(want, inputs["masked_lm_positions"][..., None], axis=1)
+            assert outputs[ours].shape == want.shape
+            np.testing.assert_allclose(outputs[ours], want, rtol=0, atol=tolerance,
+                                       err_msg=f"{type(reference).__name__} {ours}")
+

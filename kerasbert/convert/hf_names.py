@@ -67,18 +67,24 @@ ENCODER_TABLES = {
 }
 
 
-def encoder_name_map(config):
-    """`{hf_parameter_name: (kerasbert_variable_path, transpose)}` for an encoder of `config`."""
-    table = ENCODER_TABLES[config.family]
+def encoder_modules(table, config):
+    """The `(their_module, kerasbert_layer, kind)` rows of an encoder of `config`, from a family
+    table shaped like `ENCODER_TABLES[family]` (`embeddings`, `layer` with `{n}` / `{group}` /
+    `{inner}` placeholders, `pooler`); other checkpoint formats' tables reuse it."""
     modules = [row for row in table["embeddings"]
                if row[1] != "embeddings/projection" or config.has_embedding_projection]
     for n in range(config.num_distinct_layers):
         group, inner = divmod(n, config.inner_group_num)
-        modules += [(hf.format(n=n, group=group, inner=inner), ours.format(n=n), kind)
-                    for hf, ours, kind in table["layer"]]
+        modules += [(theirs.format(n=n, group=group, inner=inner), ours.format(n=n), kind)
+                    for theirs, ours, kind in table["layer"]]
     if config.use_pooler:
         modules += list(table["pooler"])
-    return expand_modules(modules)
+    return modules
+
+
+def encoder_name_map(config):
+    """`{hf_parameter_name: (kerasbert_variable_path, transpose)}` for an encoder of `config`."""
+    return expand_modules(encoder_modules(ENCODER_TABLES[config.family], config))
 
 
 def expand_modules(modules):

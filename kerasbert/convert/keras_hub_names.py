@@ -12,6 +12,8 @@ that layer instead.
 
 import numpy as np
 
+from kerasbert.convert.hf_names import encoder_modules
+
 EMBEDDING, LAYER_NORM, DENSE = "embedding", "layer_norm", "dense"
 HEADS_IN, HEADS_OUT, OFFSET_POSITIONS = "heads_in", "heads_out", "offset_positions"
 
@@ -110,17 +112,8 @@ def encoder_name_map(config):
 
     `transform(value)` turns the keras-hub value into the kerasbert variable's layout.
     """
-    table = ENCODER_TABLES[config.family]
-    modules = [row for row in table["embeddings"]
-               if row[1] != "embeddings/projection" or config.has_embedding_projection]
-    for n in range(config.num_distinct_layers):
-        group, inner = divmod(n, config.inner_group_num)
-        modules += [(theirs.format(n=n, group=group, inner=inner), ours.format(n=n), kind)
-                    for theirs, ours, kind in table["layer"]]
-    if config.use_pooler:
-        modules += list(table["pooler"])
     names = {}
-    for their_layer, our_layer, kind in modules:
+    for their_layer, our_layer, kind in encoder_modules(ENCODER_TABLES[config.family], config):
         for their_variable, our_variable, transform in KINDS[kind]:
             names[f"{their_layer}/{their_variable}"] = (
                 f"{our_layer}/{our_variable}",

@@ -16,7 +16,8 @@ from kerasbert.export.model_sources import load_export_model
 from kerasbert.models.encoder import Encoder
 from kerasbert.models.pretraining import PretrainingModel
 from kerasbert.training.pretrained_sources import pretrained_source
-from tests.helpers import hf_config, hf_outputs, random_inputs, save_hf_model
+from tests.helpers import (assert_pretraining_outputs_match, hf_config, hf_outputs, masked_positions,
+                           random_inputs, save_hf_model)
 
 TOLERANCE = 1e-5
 
@@ -151,28 +152,6 @@ def write_json(path, values):
     return str(path)
 
 
-def _positions(inputs, count, seed):
-    rng = np.random.default_rng(seed)
-    lengths = inputs["padding_mask"].sum(1)
-    return np.stack([rng.integers(0, length, size=count) for length in lengths]).astype("int32")
-
-
-def assert_matches(model, reference, output_names):
-    """`model`'s outputs equal `reference`'s (transformers output -> ours) on two input shapes."""
-    for seed, (batch, seq) in enumerate([(3, 12), (2, 7)]):
-        inputs = random_inputs(model.encoder.config, batch=batch, seq=seq, seed=seed)
-        if "masked_lm_positions" in model.input:
-            inputs["masked_lm_positions"] = _positions(inputs, 4, seed)
-        expected = hf_outputs(reference, inputs)
-        outputs = model(inputs)
-        for theirs, ours in output_names.items():
-            want = getattr(expected, theirs).numpy()
-            if ours == "mlm_logits":
-                want = np.take_along_axis(want, inputs["masked_lm_positions"][..., None], axis=1)
-            assert outputs[ours].shape == want.shape
-            np.testing.assert_allclose(outputs[ours], want, rtol=0, atol=TOLERANCE, err_msg=ours)
-
-
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory):
     """A BERT checkpoint (with Adam slots and global_step, as training leaves them), its
@@ -194,7 +173,7 @@ def bert(tmp_path_factory):
 def test_bert_pretraining_model_matches_transformers(bert):
     model = from_google(bert.prefix)  # bert_config.json found beside the prefix
     assert isinstance(model, PretrainingModel) and model.heads == ("mlm", "nsp")
-    assert_matches(model, bert.reference, {"prediction_logits": "mlm_logits",
+    assert_pretraining_outputs_match(model, bert.reference, {"prediction_logits": "mlm_logits",
                                       "seq_relationship_logits": "nsp_logits"})
 
 
@@ -225,7 +204,7 @@ def test_albert_shares_layers_in_groups_and_has_the_sop_head(tmp_path):
     model = from_google(prefix, config_path)
     assert model.heads == ("mlm", "sop") and model.encoder.config.num_distinct_layers == 4
     assert model.encoder.config.hidden_activation == "gelu_new"
-    assert_matches(model, reference, {"prediction_logits": "mlm_logits",
+    assert_pretraining_outputs_match(model, reference, {"prediction_logits": "mlm_logits",
                                       "sop_logits": "sop_logits"})
 
 
@@ -262,7 +241,7 @@ def test_electra_discriminator_matches_transformers(electra):
     prefix, config, discriminator, _ = electra
     model = from_google(prefix, config)
     assert model.heads == ("rtd",) and model.encoder.config.embedding_size == 24
-    assert_matches(model, discriminator, {"logits": "rtd_logits"})
+    assert_pretraining_outputs_match(model, discriminator, {"logits": "rtd_logits"})
 
 
 def test_electra_generator_matches_transformers(electra):
@@ -270,7 +249,7 @@ def test_electra_generator_matches_transformers(electra):
     model = from_google(prefix, config, electra_model="generator")
     assert model.heads == ("mlm",)
     assert (model.encoder.config.hidden_size, model.encoder.config.num_heads) == (16, 1)
-    assert_matches(model, generator, {"logits": "mlm_logits"})
+    assert_pretraining_outputs_match(model, generator, {"logits": "mlm_logits"})
 
 
 @pytest.mark.parametrize("values, family, discriminator, generator", [

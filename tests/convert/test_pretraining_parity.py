@@ -7,7 +7,8 @@ import pytest
 
 import kerasbert
 from kerasbert.models.pretraining import PretrainingModel
-from tests.helpers import hf_config, hf_outputs, random_inputs, save_hf_model
+from tests.helpers import (assert_pretraining_outputs_match, hf_config, hf_outputs, masked_positions,
+                           random_inputs, save_hf_model)
 
 TOLERANCE = 1e-5
 
@@ -28,13 +29,6 @@ CASES = [
 ]
 
 
-def _positions(inputs, count, seed):
-    """`count` positions per row inside its real tokens (repeats allowed, as padding does)."""
-    rng = np.random.default_rng(seed)
-    lengths = inputs["padding_mask"].sum(1)
-    return np.stack([rng.integers(0, length, size=count) for length in lengths]).astype("int32")
-
-
 @pytest.mark.parametrize("case", CASES, ids=[case[1] for case in CASES])
 def test_heads_match_transformers(case, tmp_path):
     family, model_class, overrides, heads, output_names = case
@@ -42,19 +36,7 @@ def test_heads_match_transformers(case, tmp_path):
     model = kerasbert.convert.from_hf(tmp_path)
     assert isinstance(model, PretrainingModel) and model.heads == heads
     assert set(model.output) == set(output_names.values())
-    for seed, (batch, seq) in enumerate([(3, 12), (2, 7)]):
-        inputs = random_inputs(model.encoder.config, batch=batch, seq=seq, seed=seed)
-        if "mlm" in heads:
-            inputs["masked_lm_positions"] = _positions(inputs, 4, seed)
-        expected = hf_outputs(reference, inputs)
-        outputs = model(inputs)
-        for theirs, ours in output_names.items():
-            want = getattr(expected, theirs).numpy()
-            if ours == "mlm_logits":
-                want = np.take_along_axis(want, inputs["masked_lm_positions"][..., None], axis=1)
-            assert outputs[ours].shape == want.shape
-            np.testing.assert_allclose(outputs[ours], want, rtol=0, atol=TOLERANCE,
-                                       err_msg=f"{model_class} {ours}")
+    assert_pretraining_outputs_match(model, reference, output_names, TOLERANCE)
 
 
 def test_decoder_is_tied_to_the_token_embedding(tmp_path):
@@ -75,7 +57,7 @@ def test_saves_and_reloads_with_its_heads(tmp_path):
     model.save(tmp_path / "model.keras")
     reloaded = keras.saving.load_model(tmp_path / "model.keras")
     inputs = random_inputs(model.encoder.config, batch=2, seq=8)
-    inputs["masked_lm_positions"] = _positions(inputs, 3, 0)
+    inputs["masked_lm_positions"] = masked_positions(inputs, 3, 0)
     for name, value in model(inputs).items():
         np.testing.assert_allclose(reloaded(inputs)[name], value, rtol=0, atol=1e-6)
     assert reloaded.head_layers["mlm"].token_embedding is reloaded.encoder.token_embedding
