@@ -31,14 +31,18 @@ def source_checkpoint(name):
     return PRESETS[_checked(name)][0]
 
 
-def get_config(name):
-    """The `EncoderConfig` of preset `name`.
+def get_config(name, **overrides):
+    """The `EncoderConfig` of preset `name`, with `overrides` of its fields. Fields derived from
+    others keep following them (unlike `EncoderConfig.replace`): overriding `hidden_size` of a
+    BERT preset also changes its embedding size, as the preset sets none.
 
     Example:
     >>> get_config("albert_base_v2").embedding_size
     128
+    >>> get_config("bert_base_uncased", hidden_size=64, num_heads=2).embedding_size
+    64
     """
-    return EncoderConfig(**PRESETS[_checked(name)][1])
+    return EncoderConfig.from_dict({**PRESETS[_checked(name)][1], **overrides})
 
 
 def build(preset, /, **overrides):
@@ -55,8 +59,7 @@ def build(preset, /, **overrides):
     1
     """
     build_arguments = {key: overrides.pop(key) for key in _BUILD_ARGUMENTS if key in overrides}
-    config = EncoderConfig.from_dict({**PRESETS[_checked(preset)][1], **overrides})
-    return build_encoder(config, **build_arguments)
+    return build_encoder(get_config(preset, **overrides), **build_arguments)
 
 
 def _checked(name):

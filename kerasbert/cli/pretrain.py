@@ -127,7 +127,7 @@ def _config(tokenizer):
         fields[name] = _parse(value)
     if tokenizer is not None:
         fields.setdefault("vocab_size", tokenizer.vocabulary_size())
-    return zoo.get_config(FLAGS.model).replace(**fields)
+    return zoo.get_config(FLAGS.model, **fields)
 
 
 def _parse(value):

@@ -79,7 +79,10 @@ def test_trains_from_pretraining_records(tmp_path):
     vocabulary_size = len(open(VOCAB, encoding="utf-8").read().splitlines())
     assert f"vocab {vocabulary_size}," in result.stdout
     with open(tmp_path / "run" / "kerasbert_model.json", encoding="utf-8") as file:
-        assert json.load(file)["encoder_config"]["vocab_size"] == vocabulary_size
+        config = json.load(file)["encoder_config"]
+    assert config["vocab_size"] == vocabulary_size
+    # Derived fields follow the overrides: no 128 -> 32 embedding projection appears.
+    assert config["embedding_size"] == config["hidden_size"] == 32
 
 
 @pytest.mark.slow
