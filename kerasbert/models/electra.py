@@ -125,6 +125,12 @@ class ElectraPretrainer(keras.Model):
     def compile_from_config(self, config):
         restore_compile(self, config)
 
+    def __call__(self, inputs, *args, **kwargs):
+        if isinstance(inputs, dict) and hasattr(self, "_input_names"):
+            # A whole pretraining batch: keys that are not inputs (NSP labels) are left out.
+            inputs = {name: value for name, value in inputs.items() if name in self._input_names}
+        return super().__call__(inputs, *args, **kwargs)
+
     def _inputs_only(self, data):
         """A pretraining batch without the keys the model does not take (NSP labels)."""
         if isinstance(data, dict):

@@ -47,6 +47,14 @@ def test_generator_shares_the_discriminator_embeddings(tokenizer):
     assert len(paths) == len(set(paths))
 
 
+def test_called_on_a_whole_batch_it_leaves_out_what_is_not_an_input(tokenizer, batch):
+    model = _model(tokenizer)
+    assert "next_sentence_labels" in batch  # the pipeline's batch carries it for every objective
+    whole = model(dict(batch), training=False)
+    inputs_only = model(_inputs(model, batch), training=False)
+    np.testing.assert_array_equal(whole["mlm_logits"], inputs_only["mlm_logits"])
+
+
 def test_replacements_labels_and_losses(tokenizer, batch):
     model = _model(tokenizer)
     outputs = {name: np.asarray(value) for name, value in model(_inputs(model, batch)).items()}
