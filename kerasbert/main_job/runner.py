@@ -57,19 +57,26 @@ def choose_run_dir(runs_dir, quick):
 
 
 def start_run(run_dir, quick):
-    """Record a run's settings and write the sentences its last stage classifies (once)."""
+    """Record a run's settings and write the texts its export and last stage read (once)."""
     if os.path.isfile(os.path.join(run_dir, RUN_FILE)):
         return
     settings = stages_module.QUICK if quick else stages_module.FULL
-    write_atomically(os.path.join(run_dir, stages_module.SENTENCES_FILE),
-                     "".join(text + "\n" for _, text in held_out_sentences()))
+    texts = ((stages_module.SENTENCES_FILE, "test", stages_module.SENTENCE_COUNT),
+             (stages_module.AGREEMENT_FILE, "dev", stages_module.AGREEMENT_COUNT))
+    for name, split, count in texts:
+        write_atomically(os.path.join(run_dir, name),
+                         "".join(text + "\n" for _, text in glosses(split, count)))
     write_atomically(os.path.join(run_dir, RUN_FILE), json.dumps(
         {"quick": quick, "settings": dataclasses.asdict(settings)}, indent=1) + "\n")
 
 
-def held_out_sentences(count=stages_module.SENTENCE_COUNT):
-    """`(label, text)` of the first `count` glosses of the shipped test split."""
-    with gzip.open(demo.classification_files()["test"], "rt", encoding="utf-8") as file:
+def glosses(split, count):
+    """`(label, text)` of the first `count` glosses of the shipped `split`.
+
+    >>> glosses("test", 1)
+    [('noun.communication', 'the system of phonemes recognized in a language')]
+    """
+    with gzip.open(demo.classification_files()[split], "rt", encoding="utf-8") as file:
         next(file)  # the header
         return [tuple(next(file).rstrip("\n").split("\t", 1)) for _ in range(count)]
 
