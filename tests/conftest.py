@@ -21,8 +21,8 @@ import pytest  # noqa: E402
 import kerasbert  # noqa: E402
 from kerasbert.training import create_optimizer  # noqa: E402
 from tests.helpers import (PRETRAINING_LEARNING_RATE, PRETRAINING_SEED,  # noqa: E402
-                           PRETRAINING_STEPS, demo_pretraining_dataset, demo_wordpiece_tokenizer,
-                           tiny_demo_config)
+                           PRETRAINING_STEPS, STEPS_PER_EXECUTION, demo_pretraining_dataset,
+                           demo_wordpiece_tokenizer, tiny_demo_config)
 
 # One tiny BERT pretrained on the shipped corpus, shared by the whole session: pretraining takes
 # minutes on two cores. `tests/training/test_learning.py` judges its pretraining on the held-out
@@ -48,7 +48,8 @@ def pretrained_tiny_bert_file(demo_tokenizer, tmp_path_factory):
         tiny_demo_config("bert_tiny_uncased", demo_tokenizer))
     model.compile(optimizer=create_optimizer("adamw", PRETRAINING_LEARNING_RATE,
                                              num_train_steps=PRETRAINING_STEPS,
-                                             num_warmup_steps=PRETRAINING_STEPS // 10))
+                                             num_warmup_steps=PRETRAINING_STEPS // 10),
+                  steps_per_execution=STEPS_PER_EXECUTION)
     model.fit(demo_pretraining_dataset(demo_tokenizer, "nsp", held_out=False),
               steps_per_epoch=PRETRAINING_STEPS, epochs=1, verbose=0)
     path = tmp_path_factory.mktemp("pretrained_tiny_bert") / "pretraining_model.keras"

@@ -131,6 +131,9 @@ PRETRAINING_LENGTH, PRETRAINING_PREDICTIONS, PRETRAINING_BATCH = 64, 10, 32
 PRETRAINING_WINDOW = 256
 PRETRAINING_STEPS, PRETRAINING_LEARNING_RATE = 3000, 1e-3
 PRETRAINING_SEED = 0
+# Training steps per compiled call in the learning tests: ~12% faster on 2 cores than one step per
+# call (Python's per-step overhead), with the same weights and losses step for step.
+STEPS_PER_EXECUTION = 50
 
 
 def pretraining_shards():

@@ -22,7 +22,7 @@ import pytest
 
 from kerasbert.models.electra import ElectraPretrainer, generator_config
 from kerasbert.training import create_optimizer
-from tests.helpers import demo_pretraining_dataset, tiny_demo_config
+from tests.helpers import STEPS_PER_EXECUTION, demo_pretraining_dataset, tiny_demo_config
 
 pytestmark = pytest.mark.slow
 
@@ -80,7 +80,8 @@ def test_tiny_electra_rtd_loss_falls(demo_tokenizer):
     model = ElectraPretrainer(config, generator_config(config, 0.25), seed=SEED)
     model.compile(optimizer=create_optimizer("adamw", ELECTRA_LEARNING_RATE,
                                              num_train_steps=ELECTRA_STEPS,
-                                             num_warmup_steps=ELECTRA_STEPS // 10))
+                                             num_warmup_steps=ELECTRA_STEPS // 10),
+                  steps_per_execution=STEPS_PER_EXECUTION)
     held_out = demo_pretraining_dataset(demo_tokenizer, "electra", held_out=True)
     before, _ = _rtd_loss_and_base_rate_entropy(model, held_out)
     history = model.fit(demo_pretraining_dataset(demo_tokenizer, "electra", held_out=False),
