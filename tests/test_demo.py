@@ -22,6 +22,13 @@ SPAM = ("cudart_stub", "absl::InitializeLog", "cuInit", "cpu_feature_guard", "Tr
 DEMO = os.path.join(os.path.dirname(sys.executable), "kerasbert-demo")
 
 
+def _interruptible():
+    """Give the main job Ctrl-C's default handling, as a terminal does: a shell that starts a
+    job in the background (`command &`, as CI runners may) leaves SIGINT ignored, and an
+    ignored signal stays ignored in every program the job starts."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _listing(directory):
     return os.listdir(directory) if os.path.isdir(directory) else []
 
@@ -40,7 +47,8 @@ def interrupted_then_finished(tmp_path_factory):
     command again: `(runs_dir, first_output, second_output)`."""
     runs = tmp_path_factory.mktemp("runs")
     first = subprocess.Popen([DEMO, "--quick", f"--runs_dir={runs}"], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                             preexec_fn=_interruptible)
 
     def pretraining_checkpointed():
         return any(name.endswith(".index") for run in os.listdir(runs)
