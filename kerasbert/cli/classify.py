@@ -12,6 +12,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags, logging  # noqa: E402
 
 from kerasbert.atomic_files import write_atomically  # noqa: E402
+from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 from kerasbert.export.errors import ExportError  # noqa: E402
 from kerasbert.export.text_classification import RUNTIMES, classify  # noqa: E402
 
@@ -45,15 +46,8 @@ def main(argv):
              for index, text in enumerate(texts)], indent=1) + "\n")
 
 
-def _main_reporting_errors(argv):
-    try:
-        main(argv)
-    except (ExportError, ValueError, OSError) as error:
-        raise SystemExit(f"kerasbert-classify: error: {' '.join(str(error).split())}") from None
-
-
 def run():
-    app.run(_main_reporting_errors)
+    run_reporting_errors(main, "kerasbert-classify")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ keras-hub folders and kerasbert `.keras` files.
 
 from absl import app, flags, logging
 
-from kerasbert.convert.conversions import (SOURCE_FORMATS, TARGET_FORMATS, ConversionError,
-                                           convert)
+from kerasbert.cli.one_line_errors import run_reporting_errors
+from kerasbert.convert.conversions import SOURCE_FORMATS, TARGET_FORMATS, convert
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "A TF1 checkpoint prefix (config json beside it), a Hugging "
@@ -34,15 +34,8 @@ def main(argv):
     print(f"Wrote {FLAGS.output} ({model.name}, {model.count_params():,} parameters)")
 
 
-def _main_reporting_errors(argv):
-    try:
-        main(argv)
-    except (ConversionError, ValueError, OSError) as error:
-        raise SystemExit(f"kerasbert-convert: error: {' '.join(str(error).split())}") from None
-
-
 def run():
-    app.run(_main_reporting_errors)
+    run_reporting_errors(main, "kerasbert-convert")
 
 
 if __name__ == "__main__":

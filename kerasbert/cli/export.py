@@ -16,7 +16,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
-from kerasbert.export import FORMATS, QUANTIZATIONS, ExportError, export  # noqa: E402
+from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
+from kerasbert.export import FORMATS, QUANTIZATIONS, export  # noqa: E402
 from kerasbert.export.exporter import REPORT_FILE  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -62,16 +63,8 @@ def main(argv):
     print(f"Wrote {os.path.join(FLAGS.output_dir, REPORT_FILE)}")
 
 
-def _main_reporting_errors(argv):
-    try:
-        main(argv)
-    except (ExportError, ValueError, OSError) as error:
-        message = " ".join(str(error).split())
-        raise SystemExit(f"kerasbert-export: error: {message}") from None
-
-
 def run():
-    app.run(_main_reporting_errors)
+    run_reporting_errors(main, "kerasbert-export")
 
 
 if __name__ == "__main__":
