@@ -1,18 +1,20 @@
-"""`EncoderConfig`: the one architecture description shared by all four families."""
+"""`EncoderConfig`: the one architecture description shared by all five families."""
 
 import dataclasses
 from typing import Optional
 
 from kerasbert.layers.activations import ACTIVATION_NAMES
 
-FAMILIES = ("bert", "roberta", "albert", "electra")
+FAMILIES = ("bert", "roberta", "albert", "electra", "distilbert")
+# Families whose encoder has no segment (token type) embeddings nor pooler.
+_NO_SEGMENTS = ("distilbert",)
 
 
 @dataclasses.dataclass(frozen=True)
 class EncoderConfig:
-    """Architecture of a BERT, RoBERTa, ALBERT or ELECTRA encoder.
+    """Architecture of a BERT, RoBERTa, ALBERT, ELECTRA or DistilBERT encoder.
 
-    Family differences are fields, so one builder serves all four families:
+    Family differences are fields, so one builder serves all five families:
 
     - `embedding_size`: width of the embedding tables; when it differs from
       `hidden_size` (ALBERT, ELECTRA small) a dense projection maps it to the
@@ -24,7 +26,12 @@ class EncoderConfig:
       `pad_token_id + 1`, numbering non-padding tokens from the offset and
       giving padding tokens the position `position_offset - 1`.
     - `use_pooler`: whether the encoder has the tanh pooler over [CLS];
-      by default every family but ELECTRA has one.
+      by default every family but ELECTRA and DistilBERT has one.
+    - `type_vocab_size`: rows of the segment embedding; 0, DistilBERT's and
+      its default, means no segment embeddings (`segment_ids` are accepted
+      and ignored). Every other family has at least one row (default 2).
+    - `sinusoidal_positions`: DistilBERT's fixed sine/cosine position table
+      (not trained) instead of a learned one.
 
     Every field is validated on creation; a bad value raises `ValueError`
     naming the field.
@@ -49,7 +56,7 @@ class EncoderConfig:
     num_hidden_groups: int = 1
     inner_group_num: int = 1
     max_positions: int = 512
-    type_vocab_size: int = 2
+    type_vocab_size: Optional[int] = None
     pad_token_id: int = 0
     position_offset: int = 0
     layer_norm_epsilon: float = 1e-12
@@ -57,23 +64,27 @@ class EncoderConfig:
     attention_dropout: float = 0.1
     initializer_range: float = 0.02
     use_pooler: Optional[bool] = None
+    sinusoidal_positions: bool = False
 
     def __post_init__(self):
         if self.embedding_size is None:
             object.__setattr__(self, "embedding_size", self.hidden_size)
         if self.use_pooler is None:
-            object.__setattr__(self, "use_pooler", self.family != "electra")
+            object.__setattr__(self, "use_pooler",
+                               self.family not in ("electra",) + _NO_SEGMENTS)
+        if self.type_vocab_size is None:
+            object.__setattr__(self, "type_vocab_size", 0 if self.family in _NO_SEGMENTS else 2)
         self._validate()
 
     def _validate(self):
         if self.family not in FAMILIES:
             raise ValueError(f"EncoderConfig.family must be one of {FAMILIES}, got {self.family!r}")
         for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
-                     "embedding_size", "num_hidden_groups", "inner_group_num", "max_positions",
-                     "type_vocab_size"):
+                     "embedding_size", "num_hidden_groups", "inner_group_num", "max_positions"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"EncoderConfig.{name} must be a positive integer, got {value!r}")
+        self._validate_family_fields()
         for name in ("pad_token_id", "position_offset"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -112,6 +123,40 @@ class EncoderConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 <= value < 1:
                 raise ValueError(f"EncoderConfig.{name} must be in [0, 1), got {value!r}")
+
+    def _validate_family_fields(self):
+        value = self.type_vocab_size
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(
+                f"EncoderConfig.type_vocab_size must be a non-negative integer, got {value!r}")
+        if self.family in _NO_SEGMENTS:
+            if value != 0:
+                raise ValueError(
+                    f"EncoderConfig.type_vocab_size must be 0 for family {self.family!r} "
+                    f"(it has no segment embeddings), got {value}")
+            if self.use_pooler:
+                raise ValueError(
+                    f"EncoderConfig.use_pooler must be False for family {self.family!r} "
+                    "(it has no pooler)")
+            if self.embedding_size != self.hidden_size:
+                raise ValueError(
+                    f"EncoderConfig.embedding_size ({self.embedding_size}) must equal hidden_size "
+                    f"({self.hidden_size}) for family {self.family!r}")
+        elif value == 0:
+            raise ValueError(
+                f"EncoderConfig.type_vocab_size must be positive for family {self.family!r}, "
+                "got 0 (only DistilBERT has no segment embeddings)")
+        if not isinstance(self.sinusoidal_positions, bool):
+            raise ValueError(f"EncoderConfig.sinusoidal_positions must be True or False, "
+                             f"got {self.sinusoidal_positions!r}")
+        if self.sinusoidal_positions and self.family not in _NO_SEGMENTS:
+            raise ValueError(
+                f"EncoderConfig.sinusoidal_positions is only DistilBERT's option; family "
+                f"{self.family!r} learns its positions")
+
+    @property
+    def has_segment_embeddings(self) -> bool:
+        return self.type_vocab_size > 0
 
     @property
     def head_size(self) -> int:

@@ -18,7 +18,14 @@ TINY_CONFIGS = {
     "albert": EncoderConfig(family="albert", **dict(_SMALL, num_layers=4), embedding_size=16,
                             hidden_activation="gelu_new", num_hidden_groups=2, inner_group_num=2),
     "electra": EncoderConfig(family="electra", **_SMALL, embedding_size=16),
+    "distilbert": EncoderConfig(family="distilbert", **_SMALL),
 }
+
+# transformers' DistilBertConfig names for BERT's config names (`hf_config` translates).
+DISTILBERT_HF_NAMES = {"hidden_size": "dim", "num_hidden_layers": "n_layers",
+                       "num_attention_heads": "n_heads", "intermediate_size": "hidden_dim",
+                       "hidden_act": "activation", "hidden_dropout_prob": "dropout",
+                       "attention_probs_dropout_prob": "attention_dropout"}
 
 
 def random_inputs(config, batch=3, seq=10, seed=0):
@@ -37,7 +44,10 @@ def random_inputs(config, batch=3, seq=10, seed=0):
 
 
 def hf_config(family, **overrides):
-    """A small `transformers` config of `family` (random weights are made from it)."""
+    """A small `transformers` config of `family` (random weights are made from it).
+
+    Overrides use BERT's names (`hidden_size`, `hidden_act`, ...) or the family's own; for
+    DistilBERT the former are translated (`dim`, `activation`, ...)."""
     import transformers
 
     # initializer_range 0.2 (not 0.02) makes activations large enough that an exact vs tanh
@@ -50,6 +60,7 @@ def hf_config(family, **overrides):
         "roberta": transformers.RobertaConfig,
         "albert": transformers.AlbertConfig,
         "electra": transformers.ElectraConfig,
+        "distilbert": transformers.DistilBertConfig,
     }[family]
     if family == "roberta":
         values.update(max_position_embeddings=66, type_vocab_size=1, pad_token_id=1,
@@ -59,6 +70,8 @@ def hf_config(family, **overrides):
     if family == "electra":
         values.update(embedding_size=48)
     values.update(overrides)
+    if family == "distilbert":
+        values = {DISTILBERT_HF_NAMES.get(name, name): value for name, value in values.items()}
     return config_class(**values)
 
 
@@ -82,13 +95,20 @@ def hf_outputs(model, inputs):
     """Run a `transformers` encoder on kerasbert-style numpy inputs."""
     import torch
 
+    return run_hf_model(model, inputs, output_hidden_states=True)
+
+
+def run_hf_model(model, inputs, **kwargs):
+    """Call a `transformers` model on kerasbert-style numpy inputs (`[batch, seq]` or
+    `[batch, choices, seq]`); DistilBERT, which has no token types, gets no `token_type_ids`."""
+    import torch
+
+    arguments = dict(input_ids=torch.tensor(inputs["token_ids"], dtype=torch.long),
+                     attention_mask=torch.tensor(inputs["padding_mask"], dtype=torch.long))
+    if model.config.model_type != "distilbert":
+        arguments["token_type_ids"] = torch.tensor(inputs["segment_ids"], dtype=torch.long)
     with torch.no_grad():
-        return model(
-            input_ids=torch.tensor(inputs["token_ids"], dtype=torch.long),
-            token_type_ids=torch.tensor(inputs["segment_ids"], dtype=torch.long),
-            attention_mask=torch.tensor(inputs["padding_mask"], dtype=torch.long),
-            output_hidden_states=True,
-        )
+        return model(**arguments, **kwargs)
 
 
 def model_garden_squad_lib():

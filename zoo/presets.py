@@ -1,4 +1,4 @@
-"""The architectures of the public BERT, RoBERTa, ALBERT and ELECTRA checkpoints.
+"""The architectures of the public BERT, RoBERTa, ALBERT, ELECTRA and DistilBERT checkpoints.
 
 Each preset lists the `EncoderConfig` fields of one public checkpoint's
 `config.json`, under the name kerasbert uses for it, with the checkpoint's
@@ -16,6 +16,11 @@ _ALBERT = dict(family="albert", vocab_size=30000, embedding_size=128, hidden_act
 _ELECTRA = dict(family="electra", vocab_size=30522, hidden_activation="gelu", max_positions=512,
                 type_vocab_size=2, pad_token_id=0, layer_norm_epsilon=1e-12, dropout=0.1,
                 attention_dropout=0.1)
+
+# DistilBERT: no segment embeddings, no pooler, learned positions in the public checkpoints.
+_DISTILBERT = dict(family="distilbert", hidden_activation="gelu", max_positions=512,
+                   pad_token_id=0, layer_norm_epsilon=1e-12, dropout=0.1, attention_dropout=0.1,
+                   sinusoidal_positions=False)
 
 
 def _shape(layers, hidden, heads, intermediate, **extra):
@@ -61,4 +66,11 @@ PRESETS = {
                                     dict(_ELECTRA, embedding_size=1024, **_shape(24, 1024, 16, 4096))),
     "electra_large_generator": ("google/electra-large-generator",
                                 dict(_ELECTRA, embedding_size=1024, **_shape(24, 256, 4, 1024))),
+    "distilbert_base_uncased": ("distilbert/distilbert-base-uncased",
+                                dict(_DISTILBERT, vocab_size=30522, **_shape(6, 768, 12, 3072))),
+    "distilbert_base_cased": ("distilbert/distilbert-base-cased",
+                              dict(_DISTILBERT, vocab_size=28996, **_shape(6, 768, 12, 3072))),
+    "distilbert_base_multilingual_cased": ("distilbert/distilbert-base-multilingual-cased",
+                                           dict(_DISTILBERT, vocab_size=119547,
+                                                **_shape(6, 768, 12, 3072))),
 }

@@ -11,6 +11,7 @@ _BERT_SPECIALS = {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]"
 _FAMILY_TOKENIZERS = {
     "bert": ("wordpiece", _BERT_SPECIALS),
     "electra": ("wordpiece", _BERT_SPECIALS),
+    "distilbert": ("wordpiece", _BERT_SPECIALS),
     "roberta": ("byte_pair", {"pad": "<pad>", "unk": "<unk>", "cls": "<s>", "sep": "</s>",
                               "mask": "<mask>"}),
     "albert": ("sentence_piece", {"pad": "<pad>", "unk": "<unk>", "cls": "[CLS]", "sep": "[SEP]",
@@ -25,7 +26,9 @@ class TokenizerSpec:
     Example:
     >>> spec = tokenizer_spec("bert_base_cased")
     >>> spec.kind, spec.options, spec.special_tokens["cls"]
-    ('wordpiece', {'lowercase': False}, '[CLS]')
+    ('wordpiece', {'lowercase': False, 'second_segment_id': 1}, '[CLS]')
+    >>> tokenizer_spec("distilbert_base_uncased").options["second_segment_id"]
+    0
     """
 
     kind: str
@@ -44,7 +47,9 @@ def tokenizer_spec(preset):
 
     family = get_config(preset).family
     kind, specials = _FAMILY_TOKENIZERS[family]
-    options = {"wordpiece": {"lowercase": "uncased" in preset or family == "electra"},
+    options = {"wordpiece": {"lowercase": "uncased" in preset or family == "electra",
+                             # DistilBERT's tokenizer gives no token types: pairs are all segment 0.
+                             "second_segment_id": 0 if family == "distilbert" else 1},
                "byte_pair": {"add_prefix_space": False, "lstrip_tokens": ["<mask>"]},
                "sentence_piece": {"lowercase": True, "keep_accents": False}}[kind]
     return TokenizerSpec(kind, options, dict(specials))

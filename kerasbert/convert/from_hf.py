@@ -18,6 +18,7 @@ ENCODER_ARCHITECTURES = {
     "roberta": "RobertaModel",
     "albert": "AlbertModel",
     "electra": "ElectraModel",
+    "distilbert": "DistilBertModel",
 }
 
 
@@ -30,6 +31,7 @@ PRETRAINING_ARCHITECTURES = {
     "AlbertForMaskedLM": ("mlm",),
     "ElectraForPreTraining": ("rtd",),
     "ElectraForMaskedLM": ("mlm",),
+    "DistilBertForMaskedLM": ("mlm",),
 }
 
 
@@ -42,7 +44,7 @@ _TASK_SUFFIXES = {
 }
 TASK_ARCHITECTURES = {
     stem + suffix: task
-    for stem in ("Bert", "Roberta", "Albert", "Electra")
+    for stem in ("Bert", "Roberta", "Albert", "Electra", "DistilBert")
     for suffix, task in _TASK_SUFFIXES.items()
 }
 

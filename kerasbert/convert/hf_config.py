@@ -5,7 +5,20 @@ import os
 
 from kerasbert.config import EncoderConfig
 
-BASE_MODEL_PREFIX = {"bert": "bert", "roberta": "roberta", "albert": "albert", "electra": "electra"}
+BASE_MODEL_PREFIX = {"bert": "bert", "roberta": "roberta", "albert": "albert", "electra": "electra",
+                     "distilbert": "distilbert"}
+
+# `config.json` field names of the `EncoderConfig` fields that DistilBERT names its own way
+# (every other family uses BERT's names); its LayerNorm epsilon is fixed at 1e-12.
+DISTILBERT_FIELDS = {"hidden_size": "dim", "num_layers": "n_layers", "num_heads": "n_heads",
+                     "intermediate_size": "hidden_dim", "hidden_activation": "activation",
+                     "dropout": "dropout", "attention_dropout": "attention_dropout",
+                     "sinusoidal_positions": "sinusoidal_pos_embds"}
+DISTILBERT_LAYER_NORM_EPSILON = 1e-12
+# The field of each DistilBERT head's dropout (token classification reads `dropout`).
+DISTILBERT_TASK_DROPOUT = {"sequence_classification": "seq_classif_dropout",
+                           "multiple_choice": "seq_classif_dropout",
+                           "question_answering": "qa_dropout"}
 
 
 class HFConfigError(ValueError):
@@ -44,6 +57,8 @@ def encoder_config_from_hf(hf_config, source="config.json"):
         return default
 
     pad_token_id = field("pad_token_id", 1 if family == "roberta" else 0)
+    if family == "distilbert":
+        return _distilbert_config(field, pad_token_id, source)
     values = dict(
         family=family,
         vocab_size=field("vocab_size"),
@@ -71,11 +86,36 @@ def encoder_config_from_hf(hf_config, source="config.json"):
         raise HFConfigError(f"{source}: {error}") from None
 
 
+def _distilbert_config(field, pad_token_id, source):
+    names = DISTILBERT_FIELDS
+    try:
+        return EncoderConfig(
+            family="distilbert",
+            vocab_size=field("vocab_size"),
+            hidden_size=field(names["hidden_size"]),
+            num_layers=field(names["num_layers"]),
+            num_heads=field(names["num_heads"]),
+            intermediate_size=field(names["intermediate_size"]),
+            hidden_activation=field(names["hidden_activation"], "gelu"),
+            max_positions=field("max_position_embeddings", 512),
+            pad_token_id=pad_token_id,
+            layer_norm_epsilon=DISTILBERT_LAYER_NORM_EPSILON,
+            dropout=field(names["dropout"], 0.1),
+            attention_dropout=field(names["attention_dropout"], 0.1),
+            initializer_range=field("initializer_range", 0.02),
+            sinusoidal_positions=bool(field(names["sinusoidal_positions"], False)),
+        )
+    except ValueError as error:
+        raise HFConfigError(f"{source}: {error}") from None
+
+
 def task_settings_from_hf(hf_config, task):
     """`build_task_model` arguments a `*For<Task>` config.json implies: `num_labels` and
     `id2label` (from its label map; one label is regression) and the head's `dropout`."""
     family = hf_config["model_type"]
-    if task == "multiple_choice" and family == "electra":
+    if family == "distilbert":
+        dropout = hf_config.get(DISTILBERT_TASK_DROPOUT.get(task, "dropout"), 0.1)
+    elif task == "multiple_choice" and family == "electra":
         dropout = hf_config.get("summary_last_dropout", 0.1)
     elif family == "albert":
         dropout = hf_config.get("classifier_dropout_prob")

@@ -4,6 +4,10 @@ The inverse of `hf_config.encoder_config_from_hf` and `hf_config.task_settings_f
 """
 
 
+from kerasbert.convert.hf_config import (DISTILBERT_FIELDS, DISTILBERT_LAYER_NORM_EPSILON,
+                                         DISTILBERT_TASK_DROPOUT)
+
+
 class UnsupportedModelError(ValueError):
     """A kerasbert model (or tokenizer) that no `transformers` class can express."""
 
@@ -23,6 +27,8 @@ def hf_config_fields(config):
     """
     family = config.family
     _check_expressible(config)
+    if family == "distilbert":
+        return _distilbert_fields(config)
     fields = {
         "model_type": family,
         "vocab_size": config.vocab_size,
@@ -50,6 +56,27 @@ def hf_config_fields(config):
     return fields
 
 
+def _distilbert_fields(config):
+    names = DISTILBERT_FIELDS
+    return {
+        "model_type": "distilbert",
+        "vocab_size": config.vocab_size,
+        names["hidden_size"]: config.hidden_size,
+        names["num_layers"]: config.num_layers,
+        names["num_heads"]: config.num_heads,
+        names["intermediate_size"]: config.intermediate_size,
+        names["hidden_activation"]: config.hidden_activation,
+        "max_position_embeddings": config.max_positions,
+        names["sinusoidal_positions"]: config.sinusoidal_positions,
+        "pad_token_id": config.pad_token_id,
+        names["dropout"]: config.dropout,
+        names["attention_dropout"]: config.attention_dropout,
+        "initializer_range": config.initializer_range,
+        "tie_word_embeddings": True,
+        "dtype": "float32",
+    }
+
+
 def _check_expressible(config):
     family = config.family
     expected_offset = config.pad_token_id + 1 if family == "roberta" else 0
@@ -62,6 +89,10 @@ def _check_expressible(config):
         raise UnsupportedModelError(
             f"EncoderConfig.embedding_size ({config.embedding_size}) differs from hidden_size "
             f"({config.hidden_size}), but transformers' {family} has no embedding projection")
+    if family == "distilbert" and config.layer_norm_epsilon != DISTILBERT_LAYER_NORM_EPSILON:
+        raise UnsupportedModelError(
+            f"EncoderConfig.layer_norm_epsilon is {config.layer_norm_epsilon}, but transformers' "
+            f"DistilBERT fixes it at {DISTILBERT_LAYER_NORM_EPSILON}")
     if family == "electra" and config.use_pooler:
         raise UnsupportedModelError(
             "EncoderConfig.use_pooler is True, but transformers' ELECTRA has no pooler")
@@ -77,7 +108,9 @@ def task_config_fields(family, task, id2label, is_regression, dropout):
     >>> fields["classifier_dropout_prob"], fields["id2label"], fields["label2id"]
     (0.1, {'0': 'no', '1': 'yes'}, {'no': 0, 'yes': 1})
     """
-    fields = {_head_dropout_field(family, task): dropout}
+    dropout_field = _head_dropout_field(family, task)
+    # DistilBERT's token head reads the encoder's own `dropout`: no field of its own to write.
+    fields = {} if (family, dropout_field) == ("distilbert", "dropout") else {dropout_field: dropout}
     if task == "multiple_choice" and family == "electra":
         # ELECTRA's multiple-choice summary: first token, dense, GELU (then the dropout).
         fields.update(summary_type="first", summary_use_proj=True, summary_activation="gelu")
@@ -91,6 +124,8 @@ def task_config_fields(family, task, id2label, is_regression, dropout):
 
 def _head_dropout_field(family, task):
     """The `config.json` field holding a fine-tuning head's dropout in `transformers`."""
+    if family == "distilbert":
+        return DISTILBERT_TASK_DROPOUT.get(task, "dropout")
     if task == "multiple_choice" and family == "electra":
         return "summary_last_dropout"
     return "classifier_dropout_prob" if family == "albert" else "classifier_dropout"

@@ -51,6 +51,21 @@ _ALBERT_LAYER = (
      LAYER_NORM),
 )
 
+_DISTILBERT_LAYER_PREFIX = "transformer.layer.{n}"
+_DISTILBERT_LAYER = (
+    (_DISTILBERT_LAYER_PREFIX + ".attention.q_lin", "transformer_layer_{n}/attention/query", LINEAR),
+    (_DISTILBERT_LAYER_PREFIX + ".attention.k_lin", "transformer_layer_{n}/attention/key", LINEAR),
+    (_DISTILBERT_LAYER_PREFIX + ".attention.v_lin", "transformer_layer_{n}/attention/value", LINEAR),
+    (_DISTILBERT_LAYER_PREFIX + ".attention.out_lin", "transformer_layer_{n}/attention/output",
+     LINEAR),
+    (_DISTILBERT_LAYER_PREFIX + ".sa_layer_norm", "transformer_layer_{n}/attention_layer_norm",
+     LAYER_NORM),
+    (_DISTILBERT_LAYER_PREFIX + ".ffn.lin1", "transformer_layer_{n}/intermediate", LINEAR),
+    (_DISTILBERT_LAYER_PREFIX + ".ffn.lin2", "transformer_layer_{n}/output", LINEAR),
+    (_DISTILBERT_LAYER_PREFIX + ".output_layer_norm", "transformer_layer_{n}/output_layer_norm",
+     LAYER_NORM),
+)
+
 ENCODER_TABLES = {
     "bert": {"embeddings": _EMBEDDINGS, "layer": _BERT_LAYER,
              "pooler": (("pooler.dense", "pooler/dense", LINEAR),)},
@@ -64,6 +79,10 @@ ENCODER_TABLES = {
                     ("embeddings_project", "embeddings/projection", LINEAR),),
                 "layer": _BERT_LAYER,
                 "pooler": ()},
+    "distilbert": {"embeddings": tuple(row for row in _EMBEDDINGS
+                                       if row[1] != "embeddings/segment_embedding"),
+                   "layer": _DISTILBERT_LAYER,
+                   "pooler": ()},
 }
 
 
@@ -129,12 +148,18 @@ HEAD_TABLES = {
         "rtd": (("discriminator_predictions.dense", "rtd_head/dense", LINEAR),
                 ("discriminator_predictions.dense_prediction", "rtd_head/prediction", LINEAR)),
     },
+    "distilbert": {
+        "mlm": (("vocab_transform", "mlm_head/dense", LINEAR),
+                ("vocab_layer_norm", "mlm_head/layer_norm", LAYER_NORM)),
+    },
 }
 MLM_BIAS = {"bert": "cls.predictions.bias", "roberta": "lm_head.bias",
-            "albert": "predictions.bias", "electra": "generator_lm_head.bias"}
+            "albert": "predictions.bias", "electra": "generator_lm_head.bias",
+            "distilbert": "vocab_projector.bias"}
 # Tied copies: the decoder's weight is the word embedding matrix, its bias the MLM bias.
 TIED_DECODER = {"bert": "cls.predictions.decoder", "roberta": "lm_head.decoder",
-                "albert": "predictions.decoder", "electra": "generator_lm_head"}
+                "albert": "predictions.decoder", "electra": "generator_lm_head",
+                "distilbert": "vocab_projector"}
 
 
 def head_name_map(family, heads):
@@ -151,6 +176,8 @@ _CLASSIFIER = (("classifier", "classifier", LINEAR),)
 _CLASSIFICATION_HEAD = (("classifier.dense", "classifier_dense", LINEAR),
                         ("classifier.out_proj", "classifier", LINEAR))
 _SPAN = (("qa_outputs", "qa_outputs", LINEAR),)
+_PRE_CLASSIFIER = (("pre_classifier", "classifier_dense", LINEAR),
+                   ("classifier", "classifier", LINEAR))
 TASK_HEAD_TABLES = {
     ("sequence_classification", "bert"): _CLASSIFIER,
     ("sequence_classification", "albert"): _CLASSIFIER,
@@ -161,6 +188,8 @@ TASK_HEAD_TABLES = {
     ("multiple_choice", "roberta"): _CLASSIFIER,
     ("multiple_choice", "electra"): (("sequence_summary.summary", "classifier_dense", LINEAR),
                                      ("classifier", "classifier", LINEAR)),
+    ("sequence_classification", "distilbert"): _PRE_CLASSIFIER,
+    ("multiple_choice", "distilbert"): _PRE_CLASSIFIER,
     **{("token_classification", family): _CLASSIFIER for family in ENCODER_TABLES},
     **{("question_answering", family): _SPAN for family in ENCODER_TABLES},
 }

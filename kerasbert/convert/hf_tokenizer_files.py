@@ -48,7 +48,9 @@ def tokenizer_files(tokenizer, model_max_length):
                 f"WordPieceTokenizer.max_chars_per_word is {tokenizer.max_chars_per_word}; "
                 f"transformers' BertTokenizer always allows {HF_MAX_CHARS_PER_WORD}")
         files = {"vocab.txt": "".join(token + "\n" for token in tokenizer.vocabulary)}
-        settings = {"tokenizer_class": "BertTokenizer", "do_lower_case": tokenizer.lowercase,
+        # A tokenizer without token types is DistilBERT's (it returns no token_type_ids).
+        settings = {"tokenizer_class": "DistilBertTokenizer" if tokenizer.second_segment_id == 0
+                    else "BertTokenizer", "do_lower_case": tokenizer.lowercase,
                     "strip_accents": tokenizer.strip_accents,
                     "tokenize_chinese_chars": tokenizer.split_cjk, "split_special_tokens": True}
     elif isinstance(tokenizer, BytePairTokenizer):

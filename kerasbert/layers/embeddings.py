@@ -1,6 +1,7 @@
 """Token + segment + position embeddings, LayerNorm, dropout and an optional E->H projection."""
 
 import keras
+import numpy as np
 import tensorflow as tf
 from keras import ops
 
@@ -25,6 +26,10 @@ class Embeddings(keras.layers.Layer):
     `pad_token_id`) count up from `position_offset`, padding tokens get
     `position_offset - 1`.
 
+    With `type_vocab_size=0` there is no segment table and `segment_ids` are
+    ignored (DistilBERT). With `sinusoidal_positions` the position table holds
+    fixed sines and cosines (`sinusoidal_position_table`) and is not trained.
+
     Example:
     >>> import numpy as np
     >>> layer = Embeddings(vocab_size=100, embedding_size=16, max_positions=32,
@@ -46,6 +51,7 @@ class Embeddings(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         dropout=0.0,
         initializer_range=0.02,
+        sinusoidal_positions=False,
         shared_tables=None,
         **kwargs,
     ):
@@ -60,6 +66,7 @@ class Embeddings(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.dropout = dropout
         self.initializer_range = initializer_range
+        self.sinusoidal_positions = sinusoidal_positions
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         if shared_tables is not None:
@@ -81,9 +88,13 @@ class Embeddings(keras.layers.Layer):
             self.position_embedding = keras.layers.Embedding(
                 max_positions, embedding_size, embeddings_initializer=initializer,
                 dtype=self.dtype_policy, name="position_embedding")
-            self.segment_embedding = keras.layers.Embedding(
-                type_vocab_size, embedding_size, embeddings_initializer=initializer,
-                dtype=self.dtype_policy, name="segment_embedding")
+            self.segment_embedding = None
+            if type_vocab_size:
+                self.segment_embedding = keras.layers.Embedding(
+                    type_vocab_size, embedding_size, embeddings_initializer=initializer,
+                    dtype=self.dtype_policy, name="segment_embedding")
+            if sinusoidal_positions:
+                self.position_embedding.trainable = False
             self.layer_norm = keras.layers.LayerNormalization(
                 epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
@@ -96,8 +107,11 @@ class Embeddings(keras.layers.Layer):
     def build(self, token_ids_shape, segment_ids_shape=None):
         # Shared tables are built already (by the layer that owns them).
         for table in (self.token_embedding, self.position_embedding, self.segment_embedding):
-            if not table.built:
+            if table is not None and not table.built:
                 table.build(token_ids_shape)
+                if table is self.position_embedding and self.sinusoidal_positions:
+                    table.embeddings.assign(
+                        sinusoidal_position_table(self.max_positions, self.embedding_size))
         if not self.layer_norm.built:
             self.layer_norm.build(tuple(token_ids_shape) + (self.embedding_size,))
         if self.projection is not None:
@@ -126,11 +140,10 @@ class Embeddings(keras.layers.Layer):
         return ops.cumsum(is_token, axis=1) * is_token + (self.position_offset - 1)
 
     def call(self, token_ids, segment_ids, training=None):
-        embeddings = (
-            self.token_embedding(token_ids)
-            + self.segment_embedding(segment_ids)
-            + self.position_embedding(self.position_ids(token_ids))
-        )
+        embeddings = (self.token_embedding(token_ids)
+                      + self.position_embedding(self.position_ids(token_ids)))
+        if self.segment_embedding is not None:
+            embeddings = embeddings + self.segment_embedding(segment_ids)
         embeddings = self.layer_norm(embeddings)
         embeddings = self.dropout_layer(embeddings, training=training)
         if self.projection is not None:
@@ -154,5 +167,21 @@ class Embeddings(keras.layers.Layer):
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "dropout": self.dropout,
             "initializer_range": self.initializer_range,
+            "sinusoidal_positions": self.sinusoidal_positions,
         })
         return config
+
+
+def sinusoidal_position_table(num_positions, width):
+    """DistilBERT's fixed position table (Vaswani et al.): row `p`, columns `2i` and `2i + 1`
+    hold `sin` and `cos` of `p / 10000 ** (2i / width)`.
+
+    >>> table = sinusoidal_position_table(4, 6)
+    >>> table.shape, float(table[0, 1]), bool(np.isclose(table[1, 0], np.sin(1.0)))
+    ((4, 6), 1.0, True)
+    """
+    positions = np.arange(num_positions, dtype="float64")[:, None]
+    exponents = 2 * (np.arange(width) // 2) / width
+    angles = positions / np.power(10000.0, exponents)[None, :]
+    table = np.where(np.arange(width) % 2 == 0, np.sin(angles), np.cos(angles))
+    return table.astype("float32")

@@ -1,4 +1,4 @@
-"""The encoder: one functional model for BERT, RoBERTa, ALBERT and ELECTRA."""
+"""The encoder: one functional model for BERT, RoBERTa, ALBERT, ELECTRA and DistilBERT."""
 
 from collections.abc import Mapping
 
@@ -26,7 +26,7 @@ class Encoder(keras.Model):
     Inputs: a dict of int32 `[batch, seq]` tensors `token_ids`, `segment_ids`
     and `padding_mask` (1 for tokens, 0 for padding). Outputs: a dict with
     `sequence_output` `[batch, seq, hidden]`, `pooled_output` `[batch, hidden]`
-    (every family but ELECTRA) and, with `output_hidden_states=True`,
+    (every family but ELECTRA and DistilBERT) and, with `output_hidden_states=True`,
     `hidden_states`: the embedding output (after any projection) followed by
     the output of every applied transformer layer.
 
@@ -69,6 +69,7 @@ class Encoder(keras.Model):
             layer_norm_epsilon=config.layer_norm_epsilon,
             dropout=config.dropout,
             initializer_range=config.initializer_range,
+            sinusoidal_positions=config.sinusoidal_positions,
             dtype=dtype,
             shared_tables=shared_embeddings,
             name="embeddings",

@@ -10,7 +10,7 @@ from kerasbert.models.encoder import INPUT_NAMES, Encoder, build_encoder
 HEADS = ("mlm", "nsp", "sop", "rtd")
 # The pretraining heads of each family's original recipe.
 FAMILY_HEADS = {"bert": ("mlm", "nsp"), "albert": ("mlm", "sop"), "roberta": ("mlm",),
-                "electra": ("rtd",)}
+                "electra": ("rtd",), "distilbert": ("mlm",)}
 
 
 def default_mlm_activation(config):

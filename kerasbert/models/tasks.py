@@ -24,7 +24,7 @@ class SummaryHead:
     `source`: `"pooled_output"` (the encoder's tanh pooler) or `"first_token"`
     (the last layer at [CLS] / `<s>`). `inner_activation`: with a name, a dense
     layer of the hidden size and that activation comes before the output layer
-    (RoBERTa's tanh, ELECTRA's GELU). `dropout_first`: dropout on the summary
+    (RoBERTa's tanh, ELECTRA's GELU, DistilBERT's ReLU). `dropout_first`: dropout on the summary
     before the inner layer as well as after it.
 
     >>> SUMMARY_HEADS[("sequence_classification", "electra")]
@@ -46,6 +46,9 @@ SUMMARY_HEADS = {
     ("multiple_choice", "albert"): SummaryHead("pooled_output"),
     ("multiple_choice", "roberta"): SummaryHead("pooled_output"),
     ("multiple_choice", "electra"): SummaryHead("first_token", "gelu", dropout_first=False),
+    ("sequence_classification", "distilbert"): SummaryHead("first_token", "relu",
+                                                           dropout_first=False),
+    ("multiple_choice", "distilbert"): SummaryHead("first_token", "relu", dropout_first=False),
 }
 
 

@@ -52,7 +52,8 @@ def from_hf(directory):
         return WordPieceTokenizer(
             read_vocab_txt(path), lowercase=config.get("do_lower_case", True),
             strip_accents=config.get("strip_accents"),
-            split_cjk=config.get("tokenize_chinese_chars", True), source=path, **specials)
+            split_cjk=config.get("tokenize_chinese_chars", True),
+            second_segment_id=_second_segment_id(config), source=path, **specials)
     if "tokenizer.json" in files:
         return _from_tokenizer_json(os.path.join(directory, "tokenizer.json"), config, specials)
     raise FileNotFoundError(
@@ -89,7 +90,8 @@ def _from_tokenizer_json(path, config, specials):
             vocabulary_from_ids(model["vocab"], path), lowercase=normalizer.get("lowercase", True),
             strip_accents=normalizer.get("strip_accents"),
             split_cjk=normalizer.get("handle_chinese_chars", True),
-            max_chars_per_word=model.get("max_input_chars_per_word", 100), source=path,
+            max_chars_per_word=model.get("max_input_chars_per_word", 100),
+            second_segment_id=_second_segment_id(config), source=path,
             **{**specials, "unk_token": model.get("unk_token", specials.get("unk_token", "[UNK]"))})
     if model.get("type") == "BPE":
         pre_tokenizer = spec.get("pre_tokenizer") or {}
@@ -110,6 +112,15 @@ def _from_tokenizer_json(path, config, specials):
             keep_accents=config.get("keep_accents", "StripAccents" not in steps),
             remove_space=config.get("remove_space", True), source=path, **specials)
     raise VocabularyError(f"{path}: tokenizer model type {model.get('type')!r} is not supported")
+
+
+def _second_segment_id(config):
+    """0 for a WordPiece tokenizer without token types (DistilBERT's), else BERT's 1."""
+    input_names = config.get("model_input_names")
+    if str(config.get("tokenizer_class", "")).startswith("DistilBert") or (
+            input_names is not None and "token_type_ids" not in input_names):
+        return 0
+    return 1
 
 
 def _normalizer_types(normalizer):

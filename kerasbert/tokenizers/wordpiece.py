@@ -1,4 +1,6 @@
-"""BERT / ELECTRA WordPiece tokenization, in the TensorFlow graph."""
+"""BERT / ELECTRA / DistilBERT WordPiece tokenization, in the TensorFlow graph."""
+
+import dataclasses
 
 import keras
 import tensorflow as tf
@@ -40,6 +42,8 @@ class WordPieceTokenizer(Tokenizer):
         strip_accents: remove accents after NFD; defaults to `lowercase`.
         split_cjk: put CJK ideographs in tokens of their own.
         max_chars_per_word: longer words become the unknown token.
+        second_segment_id: the segment id of a pair's second text: 1, or 0 for
+            DistilBERT, whose tokenizer gives no token types.
 
     Example:
     >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "qu", "##ick", "fox", "."]
@@ -52,10 +56,14 @@ class WordPieceTokenizer(Tokenizer):
 
     def __init__(self, vocabulary, lowercase=True, strip_accents=None, split_cjk=True,
                  max_chars_per_word=100, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
-                 pad_token="[PAD]", mask_token="[MASK]", **kwargs):
+                 pad_token="[PAD]", mask_token="[MASK]", second_segment_id=1, **kwargs):
         special_tokens = {"pad": pad_token, "unk": unk_token, "cls": cls_token,
                           "sep": sep_token, "mask": mask_token}
         super().__init__(vocabulary, special_tokens, **kwargs)
+        if second_segment_id not in (0, 1):
+            raise ValueError(f"second_segment_id must be 0 or 1, got {second_segment_id!r}")
+        self.second_segment_id = second_segment_id
+        self.layout = dataclasses.replace(self.layout, second_segment_id=second_segment_id)
         self.lowercase = lowercase
         self.strip_accents = lowercase if strip_accents is None else strip_accents
         self.split_cjk = split_cjk
@@ -148,6 +156,7 @@ class WordPieceTokenizer(Tokenizer):
             "strip_accents": self.strip_accents,
             "split_cjk": self.split_cjk,
             "max_chars_per_word": self.max_chars_per_word,
+            "second_segment_id": self.second_segment_id,
             **{f"{name}_token": token for name, token in self.special_tokens.items()},
         })
         return config

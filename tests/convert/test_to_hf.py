@@ -42,9 +42,10 @@ def _overrides(architecture):
 
 
 # Every transformers class from_hf imports (encoders, pretraining and task heads), and regression.
+# DistilBERT's, whose config names its fields its own way, are in test_distilbert.py.
 ROUND_TRIPS = [(_family(architecture), architecture, _overrides(architecture)) for architecture
                in [*ENCODER_ARCHITECTURES.values(), *PRETRAINING_ARCHITECTURES,
-                   *TASK_ARCHITECTURES]]
+                   *TASK_ARCHITECTURES] if not architecture.startswith("DistilBert")]
 ROUND_TRIPS.append(("roberta", "RobertaForSequenceClassification", dict(num_labels=1)))
 assert len(ROUND_TRIPS) == 4 + 7 + 16 + 1
 

@@ -2,7 +2,7 @@
 in a fresh process that never imports kerasbert, and matches `transformers` (PyTorch).
 
 Each family is exported with at least two kinds of model and each kind of model with at least
-one family (9 exports; a full cross product would cost CI ~12 minutes more): the models come
+one family (11 exports; a full cross product would cost CI ~12 minutes more): the models come
 from `transformers` checkpoints with random weights through `--model=<Hugging Face folder>`.
 """
 
@@ -11,11 +11,10 @@ import os
 
 import numpy as np
 import pytest
-import torch
 
 import kerasbert
 from tests.export.fresh_process import run_artifacts
-from tests.helpers import hf_config, random_inputs, save_hf_model
+from tests.helpers import hf_config, random_inputs, run_hf_model, save_hf_model
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +31,11 @@ EXPORTS = [
     ("albert", "AlbertForMultipleChoice", "multiple_choice"),
     ("electra", "ElectraForPreTraining", "pretraining"),
     ("electra", "ElectraForQuestionAnswering", "question_answering"),
+    ("distilbert", "DistilBertForMaskedLM", "pretraining"),
+    ("distilbert", "DistilBertForSequenceClassification", "sequence_classification"),
 ]
+# DistilBERT's classifier is exported with its fixed sinusoidal position table.
+HF_OVERRIDES = {("distilbert", "sequence_classification"): {"sinusoidal_pos_embds": True}}
 POSITIONS = np.array([[1, 4, 7], [2, 3, 5], [1, 2, 3]], np.int32)
 
 
@@ -41,7 +44,7 @@ def make_inputs(family, kind):
     config = hf_config(family)
     small = kerasbert.EncoderConfig(
         family=family, vocab_size=config.vocab_size, hidden_size=32, num_layers=1, num_heads=2,
-        intermediate_size=37, type_vocab_size=config.type_vocab_size,
+        intermediate_size=37, type_vocab_size=getattr(config, "type_vocab_size", 0),
         pad_token_id=config.pad_token_id or 0)
     inputs = random_inputs(small, batch=3, seq=11, seed=7)
     if kind == "multiple_choice":
@@ -51,11 +54,7 @@ def make_inputs(family, kind):
 
 
 def torch_outputs(reference, inputs, kind, positions):
-    torch_inputs = dict(input_ids=torch.tensor(inputs["token_ids"], dtype=torch.long),
-                        token_type_ids=torch.tensor(inputs["segment_ids"], dtype=torch.long),
-                        attention_mask=torch.tensor(inputs["padding_mask"], dtype=torch.long))
-    with torch.no_grad():
-        out = reference(**torch_inputs)
+    out = run_hf_model(reference, inputs)
     if kind == "encoder":
         return {"sequence_output": out.last_hidden_state, "pooled_output": out.pooler_output}
     if kind == "question_answering":
@@ -83,6 +82,7 @@ def exported(request, tmp_path_factory):
     family, class_name, kind = request.param
     hf_dir = tmp_path_factory.mktemp(f"hf_{family}_{kind}")
     extra = {"num_labels": 3} if kind in ("sequence_classification", "token_classification") else {}
+    extra.update(HF_OVERRIDES.get((family, kind), {}))
     reference = save_hf_model(class_name, hf_config(family, **extra), hf_dir)
     output_dir = tmp_path_factory.mktemp(f"export_{family}_{kind}") / "out"
     report = kerasbert.export.export(hf_dir, output_dir, max_seq_length=MAX_SEQ_LENGTH)

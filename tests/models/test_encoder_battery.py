@@ -37,7 +37,7 @@ def test_output_shapes_and_dtypes(config):
     outputs = encoder(inputs)
     assert outputs["sequence_output"].shape == (3, 10, config.hidden_size)
     assert outputs["sequence_output"].dtype == tf.float32
-    if config.family == "electra":
+    if not config.use_pooler:  # ELECTRA and DistilBERT
         assert "pooled_output" not in outputs
     else:
         assert outputs["pooled_output"].shape == (3, config.hidden_size)

@@ -12,7 +12,8 @@ from kerasbert.training.distribute import get_strategy
 from tests.helpers import TINY_CONFIGS, hf_config, random_inputs, save_hf_model
 
 FAMILIES = sorted(TINY_CONFIGS)
-STEMS = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra"}
+STEMS = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra",
+         "distilbert": "DistilBert"}
 HF_CLASSES = {"sequence_classification": "ForSequenceClassification",
               "token_classification": "ForTokenClassification",
               "question_answering": "ForQuestionAnswering",
@@ -101,7 +102,8 @@ def test_keras_file_and_config_round_trip(case, tmp_path):
 
 @pytest.mark.parametrize("family,task", [("bert", task) for task in TASKS] + [
     ("roberta", "sequence_classification"), ("electra", "sequence_classification"),
-    ("albert", "multiple_choice"), ("electra", "multiple_choice")])
+    ("albert", "multiple_choice"), ("electra", "multiple_choice"),
+    ("distilbert", "sequence_classification")])
 def test_fit_on_task_batches_lowers_the_loss(family, task):
     config = TINY_CONFIGS[family].replace(dropout=0.0, attention_dropout=0.0)
     model = build_task_model(config, task, num_labels=None if task in (

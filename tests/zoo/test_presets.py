@@ -43,6 +43,9 @@ _ELECTRA_JSON = dict(vocab_size=30522, max_position_embeddings=512, type_vocab_s
                      hidden_act="gelu", layer_norm_eps=1e-12, pad_token_id=0,
                      hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                      initializer_range=0.02)
+_DISTILBERT_JSON = dict(max_position_embeddings=512, sinusoidal_pos_embds=False, n_layers=6,
+                        n_heads=12, dim=768, hidden_dim=3072, dropout=0.1, attention_dropout=0.1,
+                        activation="gelu", initializer_range=0.02, pad_token_id=0)
 
 # preset name -> (public checkpoint, its config.json values)
 PUBLIC = {
@@ -109,6 +112,12 @@ PUBLIC = {
     "electra_large_generator": ("google/electra-large-generator", dict(
         _ELECTRA_JSON, embedding_size=1024, num_hidden_layers=24, hidden_size=256,
         num_attention_heads=4, intermediate_size=1024)),
+    "distilbert_base_uncased": ("distilbert/distilbert-base-uncased", dict(
+        _DISTILBERT_JSON, vocab_size=30522)),
+    "distilbert_base_cased": ("distilbert/distilbert-base-cased", dict(
+        _DISTILBERT_JSON, vocab_size=28996)),
+    "distilbert_base_multilingual_cased": ("distilbert/distilbert-base-multilingual-cased", dict(
+        _DISTILBERT_JSON, vocab_size=119547)),
 }
 
 EXPECTED_NAMES = (
@@ -118,6 +127,7 @@ EXPECTED_NAMES = (
     + [f"albert_{size}_v2" for size in ("base", "large", "xlarge", "xxlarge")]
     + [f"electra_{size}_{role}" for size in ("small", "base", "large")
        for role in ("discriminator", "generator")]
+    + ["distilbert_base_uncased", "distilbert_base_cased", "distilbert_base_multilingual_cased"]
 )
 
 # EncoderConfig field -> config.json key
@@ -136,12 +146,29 @@ FIELD_TO_JSON = {
     "attention_dropout": "attention_probs_dropout_prob",
     "initializer_range": "initializer_range",
 }
+# DistilBERT's config.json names its fields its own way, has no token types and fixes its
+# LayerNorm epsilon at 1e-12.
+DISTILBERT_FIELD_TO_JSON = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "dim",
+    "num_layers": "n_layers",
+    "num_heads": "n_heads",
+    "intermediate_size": "hidden_dim",
+    "max_positions": "max_position_embeddings",
+    "hidden_activation": "activation",
+    "pad_token_id": "pad_token_id",
+    "dropout": "dropout",
+    "attention_dropout": "attention_dropout",
+    "initializer_range": "initializer_range",
+    "sinusoidal_positions": "sinusoidal_pos_embds",
+}
 
 _TRANSFORMERS_CLASSES = {
     "bert": ("BertConfig", "BertModel"),
     "roberta": ("RobertaConfig", "RobertaModel"),
     "albert": ("AlbertConfig", "AlbertModel"),
     "electra": ("ElectraConfig", "ElectraModel"),
+    "distilbert": ("DistilBertConfig", "DistilBertModel"),
 }
 
 
@@ -207,6 +234,8 @@ def _hf_counts(family, model):
         projection = model.encoder.embedding_hidden_mapping_in
         layers = [layer for group in model.encoder.albert_layer_groups
                   for layer in group.albert_layers]
+    elif family == "distilbert":
+        projection, layers = None, list(model.transformer.layer)
     else:
         projection = getattr(model, "embeddings_project", None)  # ELECTRA with E != H only
         layers = list(model.encoder.layer)
@@ -241,7 +270,7 @@ def _weight_shapes(encoder):
 # === 1. Names ===
 
 def test_exactly_the_expected_presets():
-    assert len(EXPECTED_NAMES) == len(set(EXPECTED_NAMES)) == 21
+    assert len(EXPECTED_NAMES) == len(set(EXPECTED_NAMES)) == 24
     assert zoo.list_presets() == sorted(EXPECTED_NAMES)
     assert sorted(PUBLIC) == sorted(EXPECTED_NAMES)  # this file's table covers them all
 
@@ -259,7 +288,12 @@ def test_config_matches_public_config_json(name):
     config = zoo.get_config(name)
     assert isinstance(config, EncoderConfig)
     family = _family(name)
-
+    if family == "distilbert":
+        expected = {field: json_values[key] for field, key in DISTILBERT_FIELD_TO_JSON.items()}
+        expected.update(family=family, embedding_size=json_values["dim"], type_vocab_size=0,
+                        layer_norm_epsilon=1e-12, position_offset=0, use_pooler=False)
+        assert {field: getattr(config, field) for field in expected} == expected
+        return
     expected = {field: json_values[key] for field, key in FIELD_TO_JSON.items()}
     expected["family"] = family
     # BERT and RoBERTa have no embedding_size: their embeddings are hidden_size wide.
@@ -285,11 +319,21 @@ def test_parameter_counts_match_transformers(name):
     assert actual["layers"] == expected["layers"]  # ALBERT: one shared layer on both sides
     assert actual["pooler"] == expected["pooler"]  # None for ELECTRA on both sides
     assert actual["total"] == expected["total"]
-    if family == "electra":
+    if family in ("electra", "distilbert"):
         assert encoder.pooler is None
         assert "pooled_output" not in encoder.output
     else:
         assert encoder.pooler is not None
+
+
+@pytest.mark.usefixtures("reset_keras")
+def test_published_distilbert_base_counts():
+    """66M against BERT-base's 110M (Sanh et al., 2019): no token types, no pooler, 6 layers."""
+    model = _hf_model("distilbert", PUBLIC["distilbert_base_uncased"][1])
+    assert _torch_count(model) == 66_362_880
+    encoder = _build_shapes_only("distilbert_base_uncased")
+    assert encoder.embeddings.count_params() == 30522 * 768 + 512 * 768 + 2 * 768
+    assert encoder.count_params() == 66_362_880
 
 
 @pytest.mark.usefixtures("reset_keras")
