@@ -74,6 +74,10 @@ def main(argv):
     if FLAGS.text_files is not None or FLAGS.vocab_file or FLAGS.tokenizer_dir:
         tokenizer = tokenizer_from_flags("--text_files")
     config = _config(tokenizer)
+    if FLAGS.objective in ("nsp", "sop") and not config.use_pooler:
+        raise app.UsageError(
+            f"--objective={FLAGS.objective} trains a head on the pooled output, and "
+            f"--model={FLAGS.model} has no pooler; use --objective=full_sentences or doc_sentences")
     print(f"{strategy_summary(strategy)}; {FLAGS.model} ({_describe(config)})")
     electra = FLAGS.objective == "electra"
     write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), pretraining_description(
