@@ -1,13 +1,17 @@
-"""Functional Keras models: the encoder, and the pretraining and fine-tuning models built on it."""
+"""Functional Keras models: the encoder, the pretraining and fine-tuning models built on it, and
+feature extraction from its layers."""
 
 from kerasbert.models.electra import ElectraPretrainer, generator_config
 from kerasbert.models.encoder import INPUT_NAMES, Encoder, InputDtypeError, build_encoder
+from kerasbert.models.features import (LayerCombination, WordPooling, extract_features,
+                                       feature_extractor)
 from kerasbert.models.inference import inference_function
 from kerasbert.models.pretraining import (FAMILY_HEADS, HEADS, PretrainingModel,
                                           build_pretraining_model)
 from kerasbert.models.tasks import IGNORED_LABEL, TASKS, TaskModel, build_task_model
 
 __all__ = ["ElectraPretrainer", "Encoder", "FAMILY_HEADS", "HEADS", "INPUT_NAMES",
-           "IGNORED_LABEL", "InputDtypeError", "PretrainingModel", "TASKS", "TaskModel",
-           "build_encoder", "build_pretraining_model", "build_task_model", "generator_config",
+           "IGNORED_LABEL", "InputDtypeError", "LayerCombination", "PretrainingModel", "TASKS",
+           "TaskModel", "WordPooling", "build_encoder", "build_pretraining_model",
+           "build_task_model", "extract_features", "feature_extractor", "generator_config",
            "inference_function"]
