@@ -46,6 +46,7 @@ setup(
     extras_require={
         "test": [
             "pytest>=8",
+            "pytest-xdist>=3.6",
             "torch==2.13.0",
             "transformers>=5.0,<6",
             "tokenizers>=0.22",

@@ -15,6 +15,7 @@ _cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 
+import filelock  # noqa: E402
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
@@ -41,17 +42,31 @@ def pretrained_tiny_bert_file(demo_tokenizer, tmp_path_factory):
     tokens on the training shards, AdamW 1e-3 with 10% warm-up, saved as `.keras`.
 
     Load a fresh copy with `keras.saving.load_model` in each test: fine-tuning one must not
-    change what another test sees.
+    change what another test sees. Trained once per test run: under pytest-xdist the first
+    worker that needs it trains it into the run's shared temporary folder while holding a lock,
+    and the other worker waits for it there.
     """
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # this run's folder, above each worker's own
+    path = shared / "pretrained_tiny_bert" / "pretraining_model.keras"
+    with filelock.FileLock(str(shared / "pretrained_tiny_bert.lock")):
+        if not path.exists():
+            _pretrain_tiny_bert(demo_tokenizer, path)
+    return path
+
+
+def _pretrain_tiny_bert(tokenizer, path):
     keras.utils.set_random_seed(PRETRAINING_SEED)
     model = kerasbert.models.build_pretraining_model(
-        tiny_demo_config("bert_tiny_uncased", demo_tokenizer))
+        tiny_demo_config("bert_tiny_uncased", tokenizer))
     model.compile(optimizer=create_optimizer("adamw", PRETRAINING_LEARNING_RATE,
                                              num_train_steps=PRETRAINING_STEPS,
                                              num_warmup_steps=PRETRAINING_STEPS // 10),
                   steps_per_execution=STEPS_PER_EXECUTION)
-    model.fit(demo_pretraining_dataset(demo_tokenizer, "nsp", held_out=False),
+    model.fit(demo_pretraining_dataset(tokenizer, "nsp", held_out=False),
               steps_per_epoch=PRETRAINING_STEPS, epochs=1, verbose=0)
-    path = tmp_path_factory.mktemp("pretrained_tiny_bert") / "pretraining_model.keras"
-    model.save(path)
-    return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(".partial-" + path.name)  # a crash leaves no half-written model
+    model.save(partial)
+    os.replace(partial, path)
