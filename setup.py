@@ -62,6 +62,7 @@ setup(
             "kerasbert-export=kerasbert.cli.export:run",
             "kerasbert-classify=kerasbert.cli.classify:run",
             "kerasbert-convert=kerasbert.cli.convert:run",
+            "kerasbert-distill=kerasbert.cli.distill:run",
             "kerasbert-extract-features=kerasbert.cli.extract_features:run",
         ],
     },

@@ -15,6 +15,16 @@ from `--vocab_file` / `--tokenizer_dir`.
 model as `model.keras`, test predictions (GLUE submission files), checkpoints and TensorBoard
 logs. Restarted with the same flags, it resumes from the last checkpoint. Flags can come from a
 file (`--flagfile`).
+
+Task distillation: `--teacher=PATH` (a fine-tuned task model of the same task and labels: a
+`.keras` file, a `kerasbert-finetune --model_dir`, or a Hugging Face task folder) teaches the
+model being fine-tuned, the student, from its logits at `--temperature`, weighted
+`--distill_alpha` against the hard labels. The student starts from `--init_from`, or from
+`--student_layers` of the teacher's layers (with the teacher's head); it is what is evaluated and
+saved.
+
+    kerasbert-finetune --task=sst2 --data_dir=glue/SST-2 --teacher=runs/sst2_large \
+        --student_layers=6 --vocab_file=vocab.txt --model_dir=runs/sst2_distilled
 """
 
 import os
@@ -29,8 +39,9 @@ from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
 from kerasbert.convert import from_hf  # noqa: E402
 from kerasbert.models.encoder import build_encoder  # noqa: E402
 from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
-from kerasbert.training.finetune import (EVAL_RESULTS, MODEL_FILE, FinetuneSettings,  # noqa: E402
-                                         TaskFiles, evaluate_dev, finetune, write_json)
+from kerasbert.training.finetune import (EVAL_RESULTS, MODEL_FILE, Distillation,  # noqa: E402
+                                         FinetuneSettings, TaskFiles, evaluate_dev, finetune,
+                                         load_task_teacher, write_json)
 from kerasbert.training.finetuning_tasks import FINETUNING_TASKS, get_finetuning_task  # noqa: E402
 from kerasbert.training.pretrained_sources import pretrained_source  # noqa: E402
 
@@ -74,6 +85,16 @@ flags.DEFINE_float("layerwise_lr_decay", None, "ELECTRA's recipe: each lower lay
 flags.DEFINE_float("dropout", None, "Head dropout (default: the encoder's).")
 flags.DEFINE_integer("num_seeds", 1, "Runs with seeds seed, seed+1, ...: each metric's median "
                      "and spread are reported.")
+flags.DEFINE_string("teacher", None, "Task distillation: a fine-tuned model of the same task and "
+                    "labels (a .keras file, a kerasbert-finetune --model_dir or a Hugging Face "
+                    "task folder) whose soft targets the fine-tuned model learns from.")
+flags.DEFINE_float("temperature", 2.0, "With --teacher: the softmax temperature of the soft "
+                   "targets (the soft loss is scaled by its square).")
+flags.DEFINE_float("distill_alpha", 0.5, "With --teacher: the weight of the soft-target loss; "
+                   "the hard-label loss gets 1 - this.")
+flags.DEFINE_integer("student_layers", None, "With --teacher and no --init_from: the student is "
+                     "this many of the teacher's layers (evenly spaced from the first to the "
+                     "last) with its embeddings and head.", lower_bound=1)
 
 
 def main(argv):
@@ -98,6 +119,8 @@ def main(argv):
     if FLAGS.tune_null_threshold and FLAGS.task != "squad_v2":
         raise app.UsageError("--tune_null_threshold is for --task=squad_v2")
     keras.mixed_precision.set_dtype_policy(FLAGS.mixed_precision)
+    if FLAGS.teacher is not None and FLAGS.mode != "train_and_eval":
+        raise app.UsageError("--teacher is for --mode=train_and_eval")
     if FLAGS.mode == "train_and_eval":
         _train_and_eval(task, files, settings)
     else:
@@ -107,23 +130,62 @@ def main(argv):
 def _train_and_eval(task, files, settings):
     if files.train is None:
         raise app.UsageError("train_and_eval needs --train_file or --data_dir")
-    if FLAGS.init_from is None:
+    distillation = _distillation()
+    if FLAGS.init_from is None and distillation is None:
         raise app.UsageError("train_and_eval needs --init_from (the pretrained model)")
-    source = pretrained_source(FLAGS.init_from)
-    tokenizer = _tokenizer(source.tokenizer)
     strategy = get_strategy(FLAGS.strategy, num_gpus=FLAGS.num_gpus, tpu=FLAGS.tpu)
-    origin = "random weights in the architecture of" if FLAGS.from_scratch else "pretrained"
-    print(f"{strategy_summary(strategy)}; {task.name} from {origin} {FLAGS.init_from} "
-          f"({source.kind})")
+    if FLAGS.init_from is None:
+        tokenizer = _tokenizer(_hf_tokenizer(FLAGS.teacher), "--teacher")
+        make_encoder = None
+        print(f"{strategy_summary(strategy)}; {task.name} from {FLAGS.student_layers} layers of "
+              f"the teacher")
+    else:
+        source = pretrained_source(FLAGS.init_from)
+        tokenizer = _tokenizer(source.tokenizer)
+        origin = "random weights in the architecture of" if FLAGS.from_scratch else "pretrained"
+        print(f"{strategy_summary(strategy)}; {task.name} from {origin} {FLAGS.init_from} "
+              f"({source.kind})")
+        make_encoder = source.make_encoder
+        if FLAGS.from_scratch:
+            def make_encoder():
+                return build_encoder(source.make_encoder().config)
+    if distillation is not None:
+        print(f"Distilled from the teacher {FLAGS.teacher} at temperature {FLAGS.temperature}, "
+              f"soft-target weight {FLAGS.distill_alpha}")
     seeds = [FLAGS.seed + offset for offset in range(FLAGS.num_seeds)]
-    make_encoder = source.make_encoder
-    if FLAGS.from_scratch:
-        def make_encoder():
-            return build_encoder(source.make_encoder().config)
     results = finetune(task, make_encoder, tokenizer, files, FLAGS.model_dir, settings,
-                       strategy, seeds)
+                       strategy, seeds, distillation=distillation)
     print(f"\nBest dev results ({os.path.join(FLAGS.model_dir, EVAL_RESULTS)}): " + ", ".join(
         f"{name} {value:.4f}" for name, value in results.items() if isinstance(value, float)))
+
+
+def _distillation():
+    """The `Distillation` the flags ask for (the teacher loaded), or None without --teacher."""
+    distillation_flags = ("temperature", "distill_alpha", "student_layers")
+    if FLAGS.teacher is None:
+        given = [f"--{name}" for name in distillation_flags if FLAGS[name].present]
+        if given:
+            raise app.UsageError(f"{', '.join(given)} without --teacher: give --teacher=PATH (a "
+                                 "fine-tuned model) to distill")
+        return None
+    if FLAGS.student_layers is not None and FLAGS.init_from is not None:
+        raise app.UsageError("Give --init_from (the student's start) or --student_layers (a "
+                             "student made of the teacher's layers), not both")
+    if FLAGS.student_layers is None and FLAGS.init_from is None:
+        raise app.UsageError("With --teacher, give --init_from (the student's start) or "
+                             "--student_layers (a student made of the teacher's layers)")
+    if FLAGS.from_scratch and FLAGS.init_from is None:
+        raise app.UsageError("--from_scratch drops the weights of --init_from; there is none")
+    return Distillation(load_task_teacher(FLAGS.teacher), FLAGS.teacher,
+                        temperature=FLAGS.temperature, alpha=FLAGS.distill_alpha,
+                        student_layers=FLAGS.student_layers)
+
+
+def _hf_tokenizer(path):
+    """The tokenizer of a Hugging Face folder at `path`, or None."""
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        return None
+    return pretrained_source(path).tokenizer
 
 
 def _evaluate_or_predict(task, files, settings):
@@ -172,11 +234,12 @@ def _task_files(task):
     return TaskFiles(train, dev, list(test))
 
 
-def _tokenizer(default):
+def _tokenizer(default, source_flag="--init_from"):
     if FLAGS.vocab_file is not None or FLAGS.tokenizer_dir is not None:
         return tokenizer_from_flags("Fine-tuning")
     if default is None:
-        raise app.UsageError("--init_from has no tokenizer: give --vocab_file or --tokenizer_dir")
+        raise app.UsageError(f"{source_flag} has no tokenizer: give --vocab_file or "
+                             "--tokenizer_dir")
     return default
 
 

@@ -21,19 +21,18 @@ import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
 from kerasbert import zoo  # noqa: E402
-from kerasbert.config import EncoderConfig  # noqa: E402
 from kerasbert.convert import from_hf  # noqa: E402
-from kerasbert.data.pretraining import pretraining_dataset  # noqa: E402
-from kerasbert.data.tfrecords import read_pretraining_records  # noqa: E402
 from kerasbert.models.electra import ElectraPretrainer, generator_config  # noqa: E402
 from kerasbert.models.pretraining import PretrainingModel  # noqa: E402
 from kerasbert.models.encoder import build_encoder  # noqa: E402
 from kerasbert.cli import instance_flags  # noqa: E402,F401  (defines --objective, ...)
+from kerasbert.cli.pretraining_input import (check_input_flags, config_overrides,  # noqa: E402
+                                             optimizer_from_flags, pretraining_batches,
+                                             tokenizer_arguments)
 from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
 from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
 from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
 from kerasbert.training.loop import NonFiniteLossError, model_variables, train  # noqa: E402
-from kerasbert.training.optimizers import create_optimizer  # noqa: E402
 from kerasbert.training.finetune import write_json  # noqa: E402
 from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,  # noqa: E402
                                                    pretraining_description)
@@ -42,20 +41,9 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("model", None, "Zoo preset, e.g. bert_base_uncased.", required=True)
 flags.DEFINE_list("config_overrides", [], "EncoderConfig fields to change, e.g. "
                   "num_layers=2,hidden_size=128.")
-flags.DEFINE_list("input_files", None, "Pretraining TFRecords (globs), as "
-                  "kerasbert-create-pretraining-data or Google's script writes them.")
-flags.DEFINE_list("text_files", None, "Text files (globs) to make instances from on the fly.")
 flags.DEFINE_float("generator_ratio", 0.25, "ELECTRA: generator hidden size / discriminator's.")
-flags.DEFINE_integer("train_steps", None, "Total training steps.", required=True)
-flags.DEFINE_integer("batch_size", 32, "Global batch size.")
-flags.DEFINE_boolean("whole_word_masking", False, "Mask whole words (text input).")
-flags.DEFINE_integer("warmup_steps", 0, "Steps of linear warmup.")
-flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb", "adam"], "Optimizer.")
-flags.DEFINE_float("clip_norm", 1.0, "Clip gradients to this global norm (0: no clipping).")
-flags.DEFINE_integer("grad_accum_steps", 1, "Batches whose gradients add up to one update.")
 flags.DEFINE_string("init_checkpoint", None, "Initial encoder weights: a Hugging Face model "
                     "directory or a kerasbert checkpoint (model_dir/ckpt-N).")
-flags.DEFINE_integer("steps_per_loop", 100, "Steps between logs (one compiled loop).")
 
 _HEADS = {"nsp": ("mlm", "nsp"), "sop": ("mlm", "sop"), "full_sentences": ("mlm",),
           "doc_sentences": ("mlm",)}
@@ -64,8 +52,10 @@ _HEADS = {"nsp": ("mlm", "nsp"), "sop": ("mlm", "sop"), "full_sentences": ("mlm"
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    if (FLAGS.input_files is None) == (FLAGS.text_files is None):
-        raise app.UsageError("Give exactly one of --input_files and --text_files")
+    try:
+        check_input_flags()
+    except ValueError as error:
+        raise app.UsageError(str(error)) from None
     logging.set_verbosity(logging.WARNING)
     strategy = get_strategy(FLAGS.strategy, num_gpus=FLAGS.num_gpus, tpu=FLAGS.tpu)
     keras.utils.set_random_seed(FLAGS.seed)
@@ -82,7 +72,7 @@ def main(argv):
     electra = FLAGS.objective == "electra"
     write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), pretraining_description(
         config, None if electra else _HEADS[FLAGS.objective],
-        FLAGS.generator_ratio if electra else None, _tokenizer_arguments()))
+        FLAGS.generator_ratio if electra else None, tokenizer_arguments()))
     with strategy.scope():
         if FLAGS.objective == "electra":
             model = ElectraPretrainer(config, generator_config(config, FLAGS.generator_ratio),
@@ -93,14 +83,10 @@ def main(argv):
             encoder = model.encoder
         if FLAGS.init_checkpoint:
             _initialize(model, encoder, FLAGS.init_checkpoint)
-        model.compile(optimizer=create_optimizer(
-            FLAGS.optimizer, FLAGS.learning_rate, num_train_steps=FLAGS.train_steps,
-            num_warmup_steps=FLAGS.warmup_steps, weight_decay=FLAGS.weight_decay,
-            global_clipnorm=FLAGS.clip_norm or None,
-            gradient_accumulation_steps=FLAGS.grad_accum_steps if FLAGS.grad_accum_steps > 1
-            else None))
+        model.compile(optimizer=optimizer_from_flags())
     try:
-        logs = train(model, strategy, lambda context: _dataset(tokenizer, context),
+        logs = train(model, strategy,
+                     lambda context: pretraining_batches(tokenizer, FLAGS.objective, context),
                      FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
                      checkpoint_interval=FLAGS.checkpoint_interval,
                      jit_compile=FLAGS.jit_compile)
@@ -109,60 +95,19 @@ def main(argv):
     print("\nDone: " + ", ".join(f"{name} {value:.4g}" for name, value in logs.items()))
 
 
-def _tokenizer_arguments():
-    """The tokenizer flags as `load_tokenizer` arguments (absolute paths), for fine-tuning."""
-    if FLAGS.vocab_file is None and FLAGS.tokenizer_dir is None:
-        return None
-
-    def absolute(path):
-        return None if path is None else os.path.abspath(path)
-
-    return {"vocab_file": absolute(FLAGS.vocab_file), "merges_file": absolute(FLAGS.merges_file),
-            "tokenizer_dir": absolute(FLAGS.tokenizer_dir), "lowercase": FLAGS.do_lower_case}
-
-
 def _config(tokenizer):
-    fields = {}
-    for item in FLAGS.config_overrides:
-        name, _, value = item.partition("=")
-        if not value or name not in EncoderConfig.__dataclass_fields__:
-            raise app.UsageError(f"--config_overrides item {item!r} is not field=value of "
-                                 f"EncoderConfig ({sorted(EncoderConfig.__dataclass_fields__)})")
-        fields[name] = _parse(value)
+    try:
+        fields = config_overrides(FLAGS.config_overrides, "--config_overrides")
+    except ValueError as error:
+        raise app.UsageError(str(error)) from None
     if tokenizer is not None:
         fields.setdefault("vocab_size", tokenizer.vocabulary_size())
     return zoo.get_config(FLAGS.model, **fields)
 
 
-def _parse(value):
-    for convert in (int, float):
-        try:
-            return convert(value)
-        except ValueError:
-            pass
-    return {"true": True, "false": False}.get(value.lower(), value)
-
-
 def _describe(config):
     return (f"{config.num_layers} layers, hidden {config.hidden_size}, vocab {config.vocab_size}, "
             f"objective {FLAGS.objective}")
-
-
-def _dataset(tokenizer, context):
-    """This worker's batches, repeated forever (its share of the global batch)."""
-    if FLAGS.text_files is not None:
-        return pretraining_dataset(
-            FLAGS.text_files, tokenizer, FLAGS.objective, FLAGS.batch_size, FLAGS.max_seq_length,
-            masked_lm_prob=FLAGS.masked_lm_prob,
-            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-            whole_word_masking=FLAGS.whole_word_masking, seed=FLAGS.seed, epochs=None,
-            input_context=context)
-    records = read_pretraining_records(FLAGS.input_files, FLAGS.max_seq_length,
-                                       FLAGS.max_predictions_per_seq, compression="auto",
-                                       input_context=context)
-    batch_size = context.get_per_replica_batch_size(FLAGS.batch_size)
-    return records.repeat().shuffle(10_000, seed=FLAGS.seed).batch(
-        batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
 
 
 def _initialize(model, encoder, path):

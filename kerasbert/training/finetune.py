@@ -1,7 +1,9 @@
 """Fine-tuning runs: train a task model epoch by epoch, evaluate on dev after each, keep the best.
 
 `finetune_seed` is one run (one seed) in a directory; `finetune` runs one or more seeds and
-reports each metric's median and spread. Both are what `kerasbert-finetune` calls.
+reports each metric's median and spread. Both are what `kerasbert-finetune` calls. With a
+`Distillation`, a fine-tuned teacher teaches the model being trained (the student) through a
+`TaskDistiller`; the student is what is evaluated, checkpointed and saved.
 
 A run's directory holds, for the best epoch: `eval_results.json` (the task's metrics, the epoch,
 whether the predictions were degenerate), the task's prediction files, `model.keras`; and
@@ -23,7 +25,10 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert.atomic_files import write_atomically
-from kerasbert.models.tasks import build_task_model
+from kerasbert.convert import from_hf
+from kerasbert.models.tasks import TaskModel, build_task_model
+from kerasbert.training.distillation.students import copy_heads, student_encoder
+from kerasbert.training.distillation.task import TaskDistiller, check_teacher
 from kerasbert.training.layerwise import layerwise_lr_multipliers
 from kerasbert.training.loop import _SCALAR_METADATA, train
 from kerasbert.training.optimizers import create_optimizer
@@ -90,25 +95,49 @@ class TaskFiles:
     test: list
 
 
+@dataclasses.dataclass
+class Distillation:
+    """A teacher for a fine-tuning run (task distillation).
+
+    `teacher`: a fine-tuned `TaskModel` of the run's task and labels (e.g.
+    `load_task_teacher(path)`; copied, never changed); `source`: what to call
+    it in errors (its path); `temperature` and `alpha`: `TaskDistiller`'s.
+    `student_layers`: build the student from the teacher instead of the run's
+    encoder factory: an encoder of that many of the teacher's layers
+    (`students.student_encoder`: its default layer map, the embeddings and
+    pooler) with the teacher's head copied.
+
+    >>> Distillation(teacher=None, source="teacher.keras").alpha
+    0.5
+    """
+
+    teacher: object
+    source: str
+    temperature: float = 2.0
+    alpha: float = 0.5
+    student_layers: Optional[int] = None
+
+
 def finetune(task, make_encoder, tokenizer, files, model_dir, settings, strategy, seeds=(0,),
-             log=print):
+             log=print, distillation=None):
     """Train and evaluate `task` once per seed; return the results written to `eval_results.json`.
 
     One seed runs in `model_dir` itself. Several run in `model_dir/seed_<s>/`
     each; then `model_dir` gets the files of the median run (by the task's
     score) and an `eval_results.json` with that run's metrics, each metric's
     median / min / max / standard deviation over the seeds (`seeds_summary`),
-    every seed's results and the seeds whose predictions were degenerate.
+    every seed's results and the seeds whose predictions were degenerate. `distillation`: a
+    `Distillation` (the teacher), or None.
     """
     if len(seeds) == 1:
         return finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, strategy,
-                             seeds[0], log)
+                             seeds[0], log, distillation)
     runs = []
     for seed in seeds:
         log(f"=== seed {seed} ===")
         run_dir = os.path.join(model_dir, f"seed_{seed}")
         runs.append((seed, run_dir, finetune_seed(task, make_encoder, tokenizer, files, run_dir,
-                                                  settings, strategy, seed, log)))
+                                                  settings, strategy, seed, log, distillation)))
     order = sorted(range(len(runs)), key=lambda index: runs[index][2]["score"])
     seed, run_dir, median = runs[order[(len(runs) - 1) // 2]]
     for name in os.listdir(run_dir):
@@ -129,7 +158,8 @@ def finetune(task, make_encoder, tokenizer, files, model_dir, settings, strategy
     return results
 
 
-def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, strategy, seed, log):
+def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, strategy, seed, log,
+                  distillation=None):
     """One seed's run (see the module docstring); returns its `eval_results.json` content."""
     os.makedirs(model_dir, exist_ok=True)
     train_examples = task.read(files.train, "train")[:settings.max_train_examples]
@@ -140,6 +170,9 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
     if settings.tune_null_threshold:
         train_examples, tuning_examples = hold_out_paragraphs(train_examples)
         log(f"Null threshold tuned on {len(tuning_examples)} held-out training questions")
+    if distillation is not None:
+        check_teacher(distillation.teacher, task.model_task, settings.labels, distillation.source,
+                      task.name)
 
     keras.utils.set_random_seed(seed)
     batches_per_epoch = count_batches(task.dataset(train_examples, tokenizer, settings,
@@ -148,9 +181,10 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
     epoch_ends = sorted({min(train_steps, batches_per_epoch * epoch) for epoch in
                          range(1, math.ceil(settings.num_train_epochs) + 1)})
     with strategy.scope():
-        model = build_task_model(make_encoder(), task.model_task, num_labels=_num_labels(
-            task, settings), id2label=settings.labels, dropout=settings.dropout)
-        model.compile(optimizer=create_optimizer(
+        model = _build_student(task, make_encoder, settings, distillation)
+        trained = model if distillation is None else TaskDistiller(
+            distillation.teacher, model, distillation.temperature, distillation.alpha)
+        trained.compile(optimizer=create_optimizer(
             "adamw", settings.learning_rate, num_train_steps=train_steps,
             num_warmup_steps=int(settings.warmup_proportion * train_steps),
             weight_decay=settings.weight_decay, global_clipnorm=1.0,
@@ -169,7 +203,7 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
     for epoch, end_step in enumerate(epoch_ends, start=1):
         if any(entry["epoch"] == epoch for entry in history):
             continue  # trained and evaluated before a restart
-        train(model, strategy, train_batches, model_dir, end_step,
+        train(trained, strategy, train_batches, model_dir, end_step,
               checkpoint_interval=settings.checkpoint_interval,
               steps_per_loop=min(100, settings.checkpoint_interval),
               jit_compile=settings.jit_compile, log=log)
@@ -201,6 +235,48 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
                                    settings.eval_batch_size, model_dir, path)
             log(f"Test predictions: {written}")
     return best
+
+
+def load_task_teacher(path):
+    """The fine-tuned `TaskModel` at `path`.
+
+    `path`: a `.keras` file, a `kerasbert-finetune --model_dir` (its
+    `model.keras`) or a Hugging Face folder of a task architecture
+    (`*ForSequenceClassification`, ..., through `kerasbert.convert.from_hf`).
+
+    >>> load_task_teacher("/nonexistent/teacher")
+    Traceback (most recent call last):
+    ...
+    ValueError: --teacher /nonexistent/teacher: ...
+    """
+    path = os.fspath(path)
+    run_model = os.path.join(path, MODEL_FILE)
+    if path.endswith(".keras") and os.path.isfile(path):
+        model = keras.models.load_model(path)
+    elif os.path.isfile(run_model):
+        model = keras.models.load_model(run_model)
+    elif os.path.isfile(os.path.join(path, "config.json")):
+        model = from_hf(path)
+    else:
+        raise ValueError(f"--teacher {path}: not a .keras file, a kerasbert-finetune model "
+                         f"directory ({MODEL_FILE}) or a Hugging Face folder (config.json)")
+    if not isinstance(model, TaskModel):
+        raise ValueError(f"--teacher {path}: a {type(model).__name__}, not a fine-tuned task "
+                         "model (TaskModel)")
+    return model
+
+
+def _build_student(task, make_encoder, settings, distillation):
+    """The task model to train: on `make_encoder()`, or on `distillation.student_layers` of the
+    teacher's encoder with the teacher's head."""
+    layers = None if distillation is None else distillation.student_layers
+    encoder = make_encoder() if layers is None else student_encoder(
+        distillation.teacher.encoder, num_layers=layers)
+    model = build_task_model(encoder, task.model_task, num_labels=_num_labels(task, settings),
+                             id2label=settings.labels, dropout=settings.dropout)
+    if layers is not None:
+        copy_heads(distillation.teacher, model)
+    return model
 
 
 def evaluate_dev(task, model, tokenizer, dev_sets, settings, output_dir):

@@ -1,0 +1,155 @@
+"""`kerasbert-distill`: distill a smaller student from a pretrained teacher (DistilBERT's recipe).
+
+    kerasbert-distill --teacher=runs/bert --model_dir=runs/distilled \\
+        --text_files='corpus/*.txt' --train_steps=100000 --batch_size=256 \\
+        --learning_rate=5e-4 --warmup_steps=5000 --student_layers=6 \\
+        --temperature=2 --soft_weight=5 --mlm_weight=2 --cosine_weight=1
+
+`--teacher` is a model with a masked-LM head: a `.keras` pretraining model, a
+`kerasbert-pretrain` (or `kerasbert-distill`) model directory, or a Hugging Face folder
+(`*ForMaskedLM`, `*ForPreTraining`; for ELECTRA the generator, `ElectraForMaskedLM`, or a
+`kerasbert-pretrain --objective=electra` run, whose generator teaches). The student is the
+teacher's architecture with `--student_layers` layers (default: half) and any
+`--student_overrides` (`EncoderConfig` fields, e.g. `hidden_size=256,num_heads=4`, or
+`embedding_size` for ALBERT and ELECTRA students), initialized from the teacher: embeddings,
+MLM head and one of every two layers (`--layer_map` picks others; for ALBERT it maps groups),
+wherever the shapes match. The loss is `--soft_weight` x the soft-target cross-entropy at
+`--temperature` (T^2 scaled) + `--mlm_weight` x the student's MLM loss + `--cosine_weight` x
+the cosine loss of the last hidden states (which needs equal hidden sizes: otherwise give
+`--cosine_weight=0`).
+
+Batches come from `--input_files` (pretraining TFRecords) or `--text_files` (tokenized with
+`--vocab_file` / `--tokenizer_dir`, or the teacher's own tokenizer when it has one). Flags can
+come from a file (`--flagfile`). `--model_dir` gets checkpoints (restarted with the same
+flags, a run resumes at the same step and data position), TensorBoard logs, and
+`kerasbert_model.json`, so `kerasbert-finetune --init_from=<model_dir>` starts from the
+student; at the end the student's pretraining model is saved as `<model_dir>/student.keras`.
+
+Task distillation: when `--task` is on the command line (`--task=T` or `--task T`), the whole
+command line goes to `kerasbert-finetune`, whose `--teacher=PATH` (a fine-tuned model) then
+teaches the student the task: `kerasbert-distill --task=T --teacher=PATH ...` is
+`kerasbert-finetune --task=T --teacher=PATH ...` (same flags).
+"""
+
+import os
+import re
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+from absl import flags, logging  # noqa: E402
+
+from kerasbert.cli import instance_flags  # noqa: E402,F401  (--objective, ...)
+from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
+from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
+from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
+from kerasbert.cli.pretraining_input import (check_input_flags, config_overrides,  # noqa: E402
+                                             optimizer_from_flags, pretraining_batches,
+                                             tokenizer_arguments)
+from kerasbert.training.distillation import (PretrainingDistiller, load_teacher,  # noqa: E402
+                                             student_pretraining_model)
+from kerasbert.training.distillation.teachers import teacher_tokenizer_arguments  # noqa: E402
+from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
+from kerasbert.training.finetune import write_json  # noqa: E402
+from kerasbert.training.loop import NonFiniteLossError, train  # noqa: E402
+from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,  # noqa: E402
+                                                   pretraining_description)
+
+STUDENT_FILE = "student.keras"
+_TASK_FLAG = re.compile(r"--?task(=|$)")
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("teacher", None, "The teacher: a .keras pretraining model with an MLM head, "
+                    "a kerasbert-pretrain model directory or a Hugging Face folder.",
+                    required=True)
+flags.DEFINE_integer("student_layers", None, "Student layers (ALBERT: layer applications); "
+                     "default half the teacher's, or one per --layer_map entry.")
+flags.DEFINE_list("layer_map", None, "The teacher layer each student layer copies (ALBERT: "
+                  "the teacher group each student group copies); default evenly spaced, "
+                  "first and last kept (12 -> 6: 0,2,4,7,9,11).")
+flags.DEFINE_list("student_overrides", [], "EncoderConfig fields of the student that differ "
+                  "from the teacher's, e.g. hidden_size=256,num_heads=4.")
+flags.DEFINE_float("temperature", 2.0, "Softmax temperature of the soft targets.")
+flags.DEFINE_float("soft_weight", 5.0, "Weight of the soft-target cross-entropy.")
+flags.DEFINE_float("mlm_weight", 2.0, "Weight of the student's own MLM loss.")
+flags.DEFINE_float("cosine_weight", 1.0, "Weight of the hidden-state cosine loss (0 when the "
+                   "student's hidden size differs from the teacher's).")
+# DistilBERT trains on single segments of contiguous sentences, without a pair objective.
+FLAGS.set_default("objective", "full_sentences")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise ValueError(f"Unexpected arguments: {argv[1:]}")
+    check_input_flags()
+    logging.set_verbosity(logging.WARNING)
+    layer_map = _layer_map()
+    overrides = config_overrides(FLAGS.student_overrides, "--student_overrides")
+    strategy = get_strategy(FLAGS.strategy, num_gpus=FLAGS.num_gpus, tpu=FLAGS.tpu)
+    keras.utils.set_random_seed(FLAGS.seed)
+    keras.mixed_precision.set_dtype_policy(FLAGS.mixed_precision)
+    with strategy.scope():
+        teacher, tokenizer = load_teacher(FLAGS.teacher)
+        tokenizer_source = f"the teacher's tokenizer ({FLAGS.teacher})"
+        if FLAGS.vocab_file or FLAGS.tokenizer_dir:
+            tokenizer = tokenizer_from_flags("--text_files")
+            tokenizer_source = f"--vocab_file {FLAGS.vocab_file}" if FLAGS.vocab_file else (
+                f"--tokenizer_dir {FLAGS.tokenizer_dir}")
+        if tokenizer is None and FLAGS.text_files is not None:
+            raise ValueError(f"--text_files needs a tokenizer: the teacher {FLAGS.teacher} has "
+                             "none, give --vocab_file or --tokenizer_dir")
+        vocab_size = teacher.encoder.config.vocab_size
+        if tokenizer is not None and tokenizer.vocabulary_size() != vocab_size:
+            raise ValueError(f"Mismatched vocabularies: {tokenizer_source} has "
+                             f"{tokenizer.vocabulary_size()} tokens, the teacher's vocab_size "
+                             f"is {vocab_size}")
+        student = student_pretraining_model(teacher, FLAGS.student_layers, layer_map, **overrides)
+        distiller = PretrainingDistiller(
+            teacher, student, temperature=FLAGS.temperature, soft_weight=FLAGS.soft_weight,
+            mlm_weight=FLAGS.mlm_weight, cosine_weight=FLAGS.cosine_weight)
+        del teacher  # the distiller holds its own frozen copy
+        distiller.compile(optimizer=optimizer_from_flags())
+    print(f"{strategy_summary(strategy)}; teacher {_describe(distiller.teacher)} -> student "
+          f"{_describe(student)}")
+    write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), pretraining_description(
+        student.encoder.config, student.heads, None,
+        tokenizer_arguments() or teacher_tokenizer_arguments(FLAGS.teacher)))
+    try:
+        logs = train(distiller, strategy, lambda context: pretraining_batches(
+                         tokenizer, FLAGS.objective, context),
+                     FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
+                     checkpoint_interval=FLAGS.checkpoint_interval, jit_compile=FLAGS.jit_compile)
+    except NonFiniteLossError as error:
+        raise ValueError(str(error)) from None
+    temporary = os.path.join(FLAGS.model_dir, ".tmp-" + STUDENT_FILE)
+    student.save(temporary)
+    os.replace(temporary, os.path.join(FLAGS.model_dir, STUDENT_FILE))
+    print("\nDone: " + ", ".join(f"{name} {value:.4g}" for name, value in logs.items()))
+
+
+def _layer_map():
+    if FLAGS.layer_map is None:
+        return None
+    try:
+        return [int(index) for index in FLAGS.layer_map]
+    except ValueError:
+        raise ValueError(f"--layer_map must be teacher layer indices separated by commas, got "
+                         f"{','.join(FLAGS.layer_map)!r}") from None
+
+
+def _describe(model):
+    config = model.encoder.config
+    return (f"{config.family}, {config.num_layers} layers, hidden {config.hidden_size}, "
+            f"vocab {config.vocab_size}, {model.encoder.count_params():,} encoder parameters")
+
+
+def run():
+    argv = sys.argv[1:]
+    if any(_TASK_FLAG.match(argument) for argument in argv):
+        os.execv(sys.executable, [sys.executable, "-m", "kerasbert.cli.finetune", *argv])
+    run_reporting_errors(main, "kerasbert-distill")
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,98 @@
+"""The data and optimization flags of the binaries that train on masked-LM pretraining batches
+(`kerasbert-pretrain`, `kerasbert-distill`), and what they build from them: the batches (from
+pretraining TFRecords or from text), the optimizer, the tokenizer arguments recorded in
+`kerasbert_model.json` and `EncoderConfig` overrides."""
+
+import os
+
+import tensorflow as tf
+from absl import flags
+
+from kerasbert.config import EncoderConfig
+from kerasbert.data.pretraining import pretraining_dataset
+from kerasbert.data.tfrecords import read_pretraining_records
+from kerasbert.training.optimizers import create_optimizer
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list("input_files", None, "Pretraining TFRecords (globs), as "
+                  "kerasbert-create-pretraining-data or Google's script writes them.")
+flags.DEFINE_list("text_files", None, "Text files (globs) to make instances from on the fly.")
+flags.DEFINE_integer("train_steps", None, "Total training steps.", required=True)
+flags.DEFINE_integer("batch_size", 32, "Global batch size.")
+flags.DEFINE_boolean("whole_word_masking", False, "Mask whole words (text input).")
+flags.DEFINE_integer("warmup_steps", 0, "Steps of linear warmup.")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb", "adam"], "Optimizer.")
+flags.DEFINE_float("clip_norm", 1.0, "Clip gradients to this global norm (0: no clipping).")
+flags.DEFINE_integer("grad_accum_steps", 1, "Batches whose gradients add up to one update.")
+flags.DEFINE_integer("steps_per_loop", 100, "Steps between logs (one compiled loop).")
+
+
+def check_input_flags():
+    """A `ValueError` unless exactly one of `--input_files` and `--text_files` is given."""
+    if (FLAGS.input_files is None) == (FLAGS.text_files is None):
+        raise ValueError("Give exactly one of --input_files and --text_files")
+
+
+def pretraining_batches(tokenizer, objective, context):
+    """This worker's batches, repeated forever (its share of the global batch), from the text
+    files (instances of `objective`, masked on the fly) or the TFRecords the flags name."""
+    if FLAGS.text_files is not None:
+        return pretraining_dataset(
+            FLAGS.text_files, tokenizer, objective, FLAGS.batch_size, FLAGS.max_seq_length,
+            masked_lm_prob=FLAGS.masked_lm_prob,
+            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+            whole_word_masking=FLAGS.whole_word_masking, seed=FLAGS.seed, epochs=None,
+            input_context=context)
+    records = read_pretraining_records(FLAGS.input_files, FLAGS.max_seq_length,
+                                       FLAGS.max_predictions_per_seq, compression="auto",
+                                       input_context=context)
+    batch_size = context.get_per_replica_batch_size(FLAGS.batch_size)
+    return records.repeat().shuffle(10_000, seed=FLAGS.seed).batch(
+        batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+def optimizer_from_flags():
+    """The optimizer and learning-rate schedule the flags describe (create it in the
+    strategy's scope)."""
+    return create_optimizer(
+        FLAGS.optimizer, FLAGS.learning_rate, num_train_steps=FLAGS.train_steps,
+        num_warmup_steps=FLAGS.warmup_steps, weight_decay=FLAGS.weight_decay,
+        global_clipnorm=FLAGS.clip_norm or None,
+        gradient_accumulation_steps=FLAGS.grad_accum_steps if FLAGS.grad_accum_steps > 1
+        else None)
+
+
+def tokenizer_arguments():
+    """The tokenizer flags as `load_tokenizer` arguments (absolute paths), or None without a
+    tokenizer flag."""
+    if FLAGS.vocab_file is None and FLAGS.tokenizer_dir is None:
+        return None
+
+    def absolute(path):
+        return None if path is None else os.path.abspath(path)
+
+    return {"vocab_file": absolute(FLAGS.vocab_file), "merges_file": absolute(FLAGS.merges_file),
+            "tokenizer_dir": absolute(FLAGS.tokenizer_dir), "lowercase": FLAGS.do_lower_case}
+
+
+def config_overrides(items, flag_name):
+    """`{field: value}` of `field=value` items of `EncoderConfig` fields (values parsed as int,
+    float, true/false or kept as text); a `ValueError` naming `flag_name` and the item
+    otherwise."""
+    fields = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not value or name not in EncoderConfig.__dataclass_fields__:
+            raise ValueError(f"{flag_name} item {item!r} is not field=value of EncoderConfig "
+                             f"({sorted(EncoderConfig.__dataclass_fields__)})")
+        fields[name] = _parse(value)
+    return fields
+
+
+def _parse(value):
+    for convert in (int, float):
+        try:
+            return convert(value)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(value.lower(), value)
