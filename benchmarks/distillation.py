@@ -1,0 +1,320 @@
+"""Distilled students vs their teacher: latency and size of the exported TFLite and ONNX files.
+
+Builds, in one process on CPU, three sentence classifiers (`sequence_classification`, 2
+labels, random weights, `keras.utils.set_random_seed(SEED)`):
+
+- the teacher: kerasbert preset `--teacher` (default "bert_base_uncased": 12 layers, hidden
+  768, 110M parameters);
+- DistilBERT: preset `--distilbert` (default "distilbert_base_uncased": 6 layers, no token
+  types, no pooler, 66M parameters; its head is pre_classifier -> ReLU -> classifier);
+- the student the distillation trainer makes: `kerasbert.training.distillation.
+  student_task_model(teacher, num_layers)`, the teacher's config with half its layers,
+  initialized from teacher layers (0, 2, 4, 7, 9, 11), its pooler and classifier.
+
+`--num_layers` shrinks the teacher for a smoke run; both students then get half of it (the
+DistilBERT preset too, `--student_layers` to choose). Each model is saved as `.keras` and
+exported by `kerasbert-export` (`kerasbert.export.export` behind the binary users run), in
+child processes so that their memory is given back: TFLite (`--quantize`, default float32 and
+dynamic int8) in one call, ONNX in another (export_latency.py found tf2onnx's conversion of
+BERT-base alone peaking at ~16.5 GB).
+Verification stays on as users get it (every artifact reloaded in fresh processes and compared
+with Keras: float32 files within 1e-4 relative, dynamic int8 at >= 99% argmax agreement); only
+its agreement set is shortened to `--agreement_texts` lines of the shipped corpus's held-out
+shard, as `--calibration_data`. The models have no tokenizer, so the export checks them on
+random ids in the packed layout.
+
+Then, in this process, every artifact runs: TFLite through `ai_edge_litert`'s interpreter
+(`num_threads=2`, signature `serving_default`), ONNX through ONNX Runtime (CPU provider,
+`intra_op_num_threads=2`). Input: `--batch_size` x `--seq_length` random token ids, no padding.
+Every runtime is warmed up (`--warmup` calls), then all are interleaved: `--rounds` rounds of
+`--calls` calls each, the order rotating every round with a pause between runtimes
+(`export_latency.interleaved_latency`), so a burst of load from other processes hits all alike.
+A call includes reading the logits into numpy; ms is the median over all timed calls. Size:
+the file on disk.
+
+Printed per format: the speed-up of each student over the teacher (teacher ms / student ms)
+and its size (student bytes / teacher bytes), against DistilBERT's published figures (Sanh et
+al., 2019): 60% faster (1.6x, checked PASS/MISS) and 40% smaller (0.6x the parameters,
+66M against 110M; printed). The exit status is non-zero only when an export fails (its
+one-line error is printed above), never on a missed figure.
+
+Run from the repository root, on an otherwise idle machine:
+
+    python benchmarks/distillation.py                    # BERT-base: ~25 min on 2 busy cores
+    python benchmarks/distillation.py --num_layers 2 --rounds 2 --calls 3   # smoke run
+    python benchmarks/distillation.py --batch_size 8 --seq_length 256 --quantize none
+"""
+
+import argparse
+import datetime
+import gc
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # hide TensorFlow's INFO logs and warnings
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import onnxruntime  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import kerasbert  # noqa: E402
+import kerasbert.export  # noqa: E402
+from kerasbert.export.cases import read_texts  # noqa: E402
+from kerasbert.training.distillation import student_task_model  # noqa: E402
+
+from export_latency import (ONNX, THREADS, TFLITE_FILES, TFLITE_ROWS,  # noqa: E402
+                            interleaved_latency, onnx_runtime, path_size, report_summary,
+                            tflite_runtime)
+from reporting import check_line, format_table  # noqa: E402
+
+SEED, NUM_LABELS, TASK = 0, 2, "sequence_classification"
+ONNX_FILE = "model.onnx"
+# TFLite variants that need no tokenizer (full-integer int8 calibrates on text).
+QUANTIZE_CHOICES = ("none", "float16", "dynamic_int8")
+# Sanh et al., 2019 (DistilBERT): "40% smaller" and "60% faster" than BERT-base.
+PUBLISHED_SPEED_UP, PUBLISHED_SIZE = 1.6, 0.6
+TEACHER, DISTILBERT, STUDENT = "teacher", "DistilBERT", "student"
+
+
+def build_models(args, work_dir):
+    """Build the three classifiers, save each as `.keras` in `work_dir` and return
+    `{role: facts}` (description, layers, parameters, `.keras` path); the models are freed."""
+    keras.utils.set_random_seed(SEED)
+    teacher_config = kerasbert.zoo.get_config(args.teacher, **(
+        {"num_layers": args.num_layers} if args.num_layers else {}))
+    student_layers = args.student_layers or max(1, teacher_config.num_layers // 2)
+    teacher = kerasbert.models.build_task_model(teacher_config, TASK, num_labels=NUM_LABELS)
+    models = {
+        TEACHER: (teacher, f"{args.teacher}, {teacher_config.num_layers} layers"),
+        DISTILBERT: (kerasbert.models.build_task_model(
+            kerasbert.zoo.get_config(args.distilbert, num_layers=student_layers), TASK,
+            num_labels=NUM_LABELS), f"{args.distilbert}, {student_layers} layers"),
+        STUDENT: (student_task_model(teacher, num_layers=student_layers),
+                  f"{args.teacher}, {student_layers} layers (student_task_model)"),
+    }
+    facts = {}
+    for role, (model, description) in models.items():
+        path = os.path.join(work_dir, f"{role}.keras")
+        print(f"Saving the {role} ({description}) to {path} ...", file=sys.stderr, flush=True)
+        model.save(path)
+        encoder = model.encoder
+        facts[role] = {"description": description, "path": path,
+                       "layers": encoder.config.num_layers,
+                       "vocab_size": encoder.config.vocab_size,
+                       "parameters": model.count_params(),
+                       "encoder_parameters": encoder.count_params()}
+    del models, teacher, model, encoder
+    keras.backend.clear_session()
+    gc.collect()
+    return facts
+
+
+def export_in_child(model_path, output_dir, formats, quantize, seq_length, calibration_file):
+    """`(seconds, None or what went wrong)` of one `kerasbert-export` run in a child process
+    (its start-up included); its one-line error, if any, goes to stderr."""
+    command = [sys.executable, "-m", "kerasbert.cli.export", f"--model={model_path}",
+               f"--output_dir={output_dir}", f"--formats={','.join(formats)}",
+               f"--quantize={','.join(quantize)}", f"--max_seq_length={seq_length}",
+               f"--calibration_data={calibration_file}"]
+    start = time.perf_counter()
+    completed = subprocess.run(command, stdout=sys.stderr)
+    seconds = time.perf_counter() - start
+    if completed.returncode == 0:
+        return seconds, None
+    if completed.returncode < 0:
+        return seconds, (f"killed by signal {-completed.returncode}" + (
+            " (SIGKILL: most likely the kernel's out-of-memory killer)"
+            if completed.returncode == -9 else ""))
+    return seconds, f"exit status {completed.returncode} (its error is printed above)"
+
+
+def export_all(facts, args, work_dir):
+    """Export every model (TFLite, then ONNX); adds `artifacts` ({runtime row: path}),
+    `export_seconds` and `report` to each model's facts. False if an export failed."""
+    calibration_file = os.path.join(work_dir, "agreement_texts.txt")
+    with open(calibration_file, "w", encoding="utf-8") as file:
+        file.write("\n".join(read_texts(count=args.agreement_texts)) + "\n")
+    for role, model in facts.items():
+        model["artifacts"], model["export_seconds"], reports = {}, {}, []
+        for formats in (("tflite",), ("onnx",)):
+            output_dir = os.path.join(work_dir, role, formats[0])
+            print(f"Exporting the {role} ({model['description']}): {', '.join(formats)} ...",
+                  file=sys.stderr, flush=True)
+            seconds, error = export_in_child(model["path"], output_dir, formats, args.quantize,
+                                             args.seq_length, calibration_file)
+            model["export_seconds"][formats[0]] = seconds
+            if error is not None:
+                print(f"Export of the {role} ({model['description']}) to {', '.join(formats)} "
+                      f"failed after {seconds:.0f} s: {error}")
+                return False
+            with open(os.path.join(output_dir, kerasbert.export.REPORT_FILE),
+                      encoding="utf-8") as file:
+                reports.append(json.load(file))
+            if formats[0] == "tflite":
+                for quantization in args.quantize:
+                    model["artifacts"][TFLITE_ROWS[quantization]] = os.path.join(
+                        output_dir, TFLITE_FILES[quantization])
+            else:
+                model["artifacts"][ONNX] = os.path.join(output_dir, ONNX_FILE)
+        model["sizes"] = {row: path_size(path) for row, path in model["artifacts"].items()}
+        model["report"] = {"artifacts": {name: entry for report in reports
+                                         for name, entry in report["artifacts"].items()},
+                           "versions": reports[0]["versions"]}
+    return True
+
+
+def latency_inputs(vocab_size, batch_size, seq_length):
+    """Random token ids below `vocab_size` (none of the first 1000, where BERT's special and
+    unused tokens are), segment ids 0, no padding."""
+    rng = np.random.default_rng(SEED)
+    shape = (batch_size, seq_length)
+    return {"token_ids": rng.integers(1000, vocab_size, shape).astype(np.int32),
+            "segment_ids": np.zeros(shape, np.int32),
+            "padding_mask": np.ones(shape, np.int32)}
+
+
+def measure(facts, args):
+    """`{(role, runtime row): median seconds}` of every artifact, all loaded in this process and
+    interleaved."""
+    runtimes, keys = {}, {}
+    for role, model in facts.items():
+        for row, path in model["artifacts"].items():
+            name = f"{role} {row}"
+            keys[name] = (role, row)
+            runtimes[name] = (onnx_runtime if row == ONNX else tflite_runtime)(path)
+    inputs = latency_inputs(min(model["vocab_size"] for model in facts.values()),
+                            args.batch_size, args.seq_length)
+    latencies = interleaved_latency(runtimes, inputs, args.warmup, args.rounds, args.calls)
+    return {keys[name]: seconds for name, seconds in latencies.items()}
+
+
+def print_results(facts, args, latencies, load_before):
+    teacher = facts[TEACHER]
+    rows_order = list(teacher["artifacts"])
+    versions = teacher["report"]["versions"]
+    print(f"Distilled students vs teacher: exported sequence classifiers ({NUM_LABELS} labels, "
+          f"random weights, seed {SEED}), batch {args.batch_size}, seq {args.seq_length}.")
+    print(f"{datetime.date.today().isoformat()}, {platform.platform()}, "
+          f"{platform.processor() or platform.machine()}, os.cpu_count() = {os.cpu_count()}; "
+          f"python {platform.python_version()}.")
+    print(f"tensorflow {tf.__version__}, keras {keras.__version__}, kerasbert "
+          f"{kerasbert.__version__}, ai-edge-litert {versions.get('ai-edge-litert')}, tf2onnx "
+          f"{versions.get('tf2onnx')}, onnxruntime {onnxruntime.__version__}.")
+    print("Export (kerasbert-export in a child process per call, start-up included; every "
+          "artifact reloaded and checked in fresh processes; "
+          f"{args.agreement_texts} agreement texts): " + "; ".join(
+              f"{role} " + " + ".join(f"{name} {seconds:.0f} s"
+                                      for name, seconds in model["export_seconds"].items())
+              for role, model in facts.items()) + ".")
+    print(f"Threads: TFLite num_threads={THREADS}, ONNX Runtime intra_op_num_threads={THREADS}. "
+          f"Latency: {args.warmup} warm-up calls each, then {args.rounds} interleaved rounds x "
+          f"{args.calls} calls; median per call, logits read into numpy.")
+    print(f"1-minute load average: {load_before:.2f} before timing, {os.getloadavg()[0]:.2f} "
+          f"after (more than {os.cpu_count()}: other processes shared the cores).")
+    print()
+    header = ["model", "role", "layers", "parameters", "encoder parameters"]
+    print(format_table(header, [[model["description"], role, str(model["layers"]),
+                                 f"{model['parameters']:,}", f"{model['encoder_parameters']:,}"]
+                                for role, model in facts.items()], args.markdown))
+    print()
+    header = ["model", "runtime", "median ms", "size MB", "speed-up vs teacher",
+              "size vs teacher"]
+    rows = []
+    for row in rows_order:
+        for role, model in facts.items():
+            seconds, size = latencies[role, row], model["sizes"][row]
+            teacher_seconds, teacher_size = latencies[TEACHER, row], teacher["sizes"][row]
+            rows.append([role, row, f"{1000 * seconds:.1f}", f"{size / 1e6:.1f}",
+                         f"{teacher_seconds / seconds:.2f}x", f"{size / teacher_size:.2f}x"])
+    print(format_table(header, rows, args.markdown))
+    print()
+    print("Export reports (export_report.json; latency_ms: fresh process, 5 calls, batch 1, "
+          "default threads):")
+    for role, model in facts.items():
+        print(f" {role}:")
+        for line in report_summary(model["report"]):
+            print(line)
+    print()
+    print(f"Against DistilBERT's published figures (Sanh et al., 2019: {PUBLISHED_SPEED_UP}x "
+          f"faster than BERT-base, {PUBLISHED_SIZE}x its size: 66M parameters against 110M):")
+    for role in (STUDENT, DISTILBERT):
+        for row in rows_order:
+            speed_up = latencies[TEACHER, row] / latencies[role, row]
+            print(check_line(f"{role} ({facts[role]['description']}) {row} >= "
+                             f"{PUBLISHED_SPEED_UP}x faster than the teacher",
+                             speed_up >= PUBLISHED_SPEED_UP, f"{speed_up:.2f}x"))
+    for role in (STUDENT, DISTILBERT):
+        model = facts[role]
+        print(f"{role}: {model['parameters'] / teacher['parameters']:.3f}x the teacher's "
+              "parameters; files " + ", ".join(
+                  f"{row} {model['sizes'][row] / teacher['sizes'][row]:.3f}x"
+                  for row in rows_order) + f" the teacher's (published: {PUBLISHED_SIZE}x).")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    presets = kerasbert.zoo.list_presets()
+    parser.add_argument("--teacher", default="bert_base_uncased", choices=presets,
+                        metavar="PRESET", help="the teacher's preset")
+    parser.add_argument("--distilbert", default="distilbert_base_uncased", choices=presets,
+                        metavar="PRESET", help="the DistilBERT preset timed as the published "
+                        "student")
+    parser.add_argument("--num_layers", type=int,
+                        help="override the teacher's number of layers (e.g. 2 for a smoke run)")
+    parser.add_argument("--student_layers", type=int,
+                        help="layers of both students (default: half the teacher's)")
+    parser.add_argument("--quantize", nargs="+", choices=QUANTIZE_CHOICES,
+                        default=["none", "dynamic_int8"], help="TFLite variants to export and time")
+    parser.add_argument("--batch_size", type=int, default=1, help="batch of the timed calls")
+    parser.add_argument("--seq_length", type=int, default=128,
+                        help="sequence length of the timed calls (and of the export's checks)")
+    parser.add_argument("--agreement_texts", type=int, default=32,
+                        help="corpus lines the export checks its artifacts on (at least 10; "
+                             "export's own default is 256)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds")
+    parser.add_argument("--calls", type=int, default=10, help="timed calls per runtime per round")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed calls per runtime first")
+    parser.add_argument("--keep_dir", action="store_true",
+                        help="keep the .keras files and exports (path printed)")
+    parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    args = parser.parse_args()
+    if min(args.rounds, args.calls, args.warmup, args.batch_size) < 1:
+        parser.error("--rounds, --calls, --warmup and --batch_size must be at least 1")
+    if args.num_layers is not None and args.num_layers < 1 or (
+            args.student_layers is not None and args.student_layers < 1):
+        parser.error("--num_layers and --student_layers must be at least 1")
+    teacher_layers = args.num_layers or kerasbert.zoo.get_config(args.teacher).num_layers
+    if (args.student_layers or 0) > teacher_layers:
+        parser.error(f"--student_layers={args.student_layers} is more than the teacher's "
+                     f"{teacher_layers} layers")
+    if args.agreement_texts < 10:
+        parser.error("--agreement_texts must be at least 10 (the export's checks use 10 texts)")
+    args.quantize = [name for name in QUANTIZE_CHOICES if name in args.quantize]
+
+    work_dir = tempfile.mkdtemp(prefix="kerasbert_distillation_")
+    try:
+        facts = build_models(args, work_dir)
+        exported = export_all(facts, args, work_dir)
+        if exported:
+            load_before = os.getloadavg()[0]
+            latencies = measure(facts, args)
+    finally:
+        if args.keep_dir:
+            print(f"Kept {work_dir}", file=sys.stderr)
+        else:
+            shutil.rmtree(work_dir, ignore_errors=True)
+    if not exported:
+        sys.exit(1)
+    print_results(facts, args, latencies, load_before)
+
+
+if __name__ == "__main__":
+    main()
