@@ -15,15 +15,14 @@ whitespace alone belong to none.
 
 import itertools
 import json
-import os
 import re
-import tempfile
 
 import keras
 import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from kerasbert.atomic_files import atomic_output
 from kerasbert.models.encoder import INPUT_NAMES
 from kerasbert.models.tasks import encoder_of
 from kerasbert.tokenizers.packing import SpecialTokenLayout, pack
@@ -404,20 +403,9 @@ def write_json_lines(records, path, layers=None, round_digits=6):
     >>> write_json_lines([record], path), open(path).read()
     (1, '{"linex_index": 0, "features": [{"token": "hi", "values": [0.25]}]}\\n')
     """
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-" + os.path.basename(path))
     count = 0
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            for record in records:
-                file.write(json_line(record, layers, round_digits) + "\n")
-                count += 1
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    with atomic_output(path, "w", encoding="utf-8") as file:
+        for record in records:
+            file.write(json_line(record, layers, round_digits) + "\n")
+            count += 1
     return count
