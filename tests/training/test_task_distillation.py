@@ -122,10 +122,10 @@ def test_loss_equals_pytorch_on_the_same_logits(task, num_labels, teacher_family
 
 
 def _distiller(strategy, initial):
-    """A distiller of a 1-layer ELECTRA student and a 2-layer BERT teacher with `initial` weights,
+    """A distiller of a 1-layer ELECTRA student and a 1-layer BERT teacher with `initial` weights,
     compiled with SGD, under `strategy`."""
     with strategy.scope():
-        teacher = tiny_task_model("bert", "sequence_classification", 3)
+        teacher = tiny_task_model("bert", "sequence_classification", 3, student=True)
         student = tiny_task_model("electra", "sequence_classification", 3, student=True)
         teacher.set_weights(initial["teacher"])
         student.set_weights(initial["student"])
@@ -135,13 +135,13 @@ def _distiller(strategy, initial):
 
 
 def test_training_moves_only_the_student_alike_on_two_replicas_and_after_a_restart(tmp_path):
-    """`kerasbert.training.loop.train` under `MirroredStrategy` (two replicas, half of each batch
-    each), stopped at a checkpoint and restarted as a new process would be, ends with the
-    student weights of an uninterrupted run on one device; the teacher never changes. (The
+    """`kerasbert.training.loop.train` stopped at a checkpoint, restarted as a new process would
+    be and continued under `MirroredStrategy` (two replicas, half of each batch each) ends with
+    the student weights of an uninterrupted run on one device; the teacher never changes. (The
     checkpoint holds the student, its optimizer, the data position and the teacher's copy.)"""
-    initial = {"teacher": tiny_task_model("bert", "sequence_classification", 3).get_weights(),
-               "student": tiny_task_model("electra", "sequence_classification", 3,
-                                          student=True).get_weights()}
+    initial = {role: tiny_task_model(family, "sequence_classification", 3,
+                                     student=True).get_weights()
+               for role, family in (("teacher", "bert"), ("student", "electra"))}
     # Four different batches of 8, in turn: a resumed run must also resume the data position.
     batches = tf.data.Dataset.from_tensor_slices(
         task_batch("sequence_classification", 3, batch=32)).batch(8).repeat()
@@ -160,12 +160,13 @@ def test_training_moves_only_the_student_alike_on_two_replicas_and_after_a_resta
             np.testing.assert_array_equal(weight.numpy(), start)
         return distiller.student
 
+    one_device = tf.distribute.OneDeviceStrategy("/cpu:0")
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     assert mirrored.num_replicas_in_sync == 2
-    run_to(mirrored, 2, tmp_path / "mirrored")
-    resumed = run_to(mirrored, 5, tmp_path / "mirrored")
-    assert logged == [f"Restored {tmp_path / 'mirrored' / 'ckpt-2'} at step 2"]
-    uninterrupted = run_to(tf.distribute.OneDeviceStrategy("/cpu:0"), 5, tmp_path / "one")
+    run_to(one_device, 2, tmp_path / "restarted")
+    resumed = run_to(mirrored, 5, tmp_path / "restarted")
+    assert logged == [f"Restored {tmp_path / 'restarted' / 'ckpt-2'} at step 2"]
+    uninterrupted = run_to(one_device, 5, tmp_path / "uninterrupted")
     for ours, theirs in zip(resumed.weights, uninterrupted.weights):
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=0, atol=2e-6,
                                    err_msg=ours.path)
@@ -197,11 +198,6 @@ def test_config_round_trip_and_argument_errors():
         TaskDistiller(teacher, student, alpha=1.5)
 
 
-def load_task_teacher_of(architecture, directory, **config):
-    save_hf_model(architecture, hf_config("bert", **config), directory)
-    return load_task_teacher(directory)
-
-
 def test_teacher_sources_and_their_errors(tmp_path):
     """A Hugging Face task folder, a .keras file and a run directory load; anything else, and
     a teacher of another task or other labels, is a `ValueError` naming the path."""
@@ -219,10 +215,14 @@ def test_teacher_sources_and_their_errors(tmp_path):
                                          "model, but conll2003 needs a token_classification"):
         check_teacher(teacher, "token_classification", ["no", "yes"], str(hf_dir), "conll2003")
     # Regression: the one output's name does not matter; span and choice heads have no labels.
-    check_teacher(load_task_teacher_of("BertForSequenceClassification", tmp_path / "stsb",
-                                       num_labels=1), "sequence_classification", None, "t")
-    check_teacher(load_task_teacher_of("BertForQuestionAnswering", tmp_path / "squad"),
-                  "question_answering", None, "t")
+    check_teacher(tiny_task_model("bert", "sequence_classification", 1),
+                  "sequence_classification", None, "t")
+    check_teacher(tiny_task_model("bert", "question_answering", None), "question_answering",
+                  None, "t")
+    with pytest.raises(ValueError, match=r"predicts the labels \(3: LABEL_0, LABEL_1, LABEL_2\), "
+                                         r"but stsb has \(none: regression\)"):
+        check_teacher(tiny_task_model("bert", "sequence_classification", 3),
+                      "sequence_classification", None, "t", "stsb")
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     teacher.save(run_dir / "model.keras")
