@@ -2,6 +2,9 @@
 tests, and the session's one pretrained tiny BERT."""
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # transformers' `from_pretrained` is only ever given local directories the tests wrote; offline
@@ -16,14 +19,11 @@ tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfigu
 
 
 import filelock  # noqa: E402
-import keras  # noqa: E402
 import pytest  # noqa: E402
 
-import kerasbert  # noqa: E402
-from kerasbert.training import create_optimizer  # noqa: E402
-from tests.helpers import (PRETRAINING_LEARNING_RATE, PRETRAINING_SEED,  # noqa: E402
-                           PRETRAINING_STEPS, STEPS_PER_EXECUTION, demo_pretraining_dataset,
-                           demo_wordpiece_tokenizer, tiny_demo_config)
+from tests.helpers import demo_wordpiece_tokenizer  # noqa: E402
+
+_REPOSITORY = Path(__file__).resolve().parent.parent
 
 # One tiny BERT pretrained on the shipped corpus, shared by the whole session: pretraining takes
 # minutes on two cores. `tests/training/test_learning.py` judges its pretraining on the held-out
@@ -37,14 +37,15 @@ def demo_tokenizer():
 
 
 @pytest.fixture(scope="session")
-def pretrained_tiny_bert_file(demo_tokenizer, tmp_path_factory):
+def pretrained_tiny_bert_file(tmp_path_factory):
     """A tiny BERT pretraining model (MLM + NSP) after `PRETRAINING_STEPS` steps of 32 x 64
     tokens on the training shards, AdamW 1e-3 with 10% warm-up, saved as `.keras`.
 
     Load a fresh copy with `keras.saving.load_model` in each test: fine-tuning one must not
-    change what another test sees. Trained once per test run: under pytest-xdist the first
-    worker that needs it trains it into the run's shared temporary folder while holding a lock,
-    and the other worker waits for it there.
+    change what another test sees. Trained once per test run, in a fresh process
+    (tests/pretrain_tiny_bert.py) so that it does not depend on the tests run before it: under
+    pytest-xdist the first worker that needs it trains it into the run's shared temporary folder
+    while holding a lock, and the other worker waits for it there.
     """
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -52,21 +53,6 @@ def pretrained_tiny_bert_file(demo_tokenizer, tmp_path_factory):
     path = shared / "pretrained_tiny_bert" / "pretraining_model.keras"
     with filelock.FileLock(str(shared / "pretrained_tiny_bert.lock")):
         if not path.exists():
-            _pretrain_tiny_bert(demo_tokenizer, path)
+            subprocess.run([sys.executable, "-m", "tests.pretrain_tiny_bert", str(path)],
+                           cwd=_REPOSITORY, check=True)
     return path
-
-
-def _pretrain_tiny_bert(tokenizer, path):
-    keras.utils.set_random_seed(PRETRAINING_SEED)
-    model = kerasbert.models.build_pretraining_model(
-        tiny_demo_config("bert_tiny_uncased", tokenizer))
-    model.compile(optimizer=create_optimizer("adamw", PRETRAINING_LEARNING_RATE,
-                                             num_train_steps=PRETRAINING_STEPS,
-                                             num_warmup_steps=PRETRAINING_STEPS // 10),
-                  steps_per_execution=STEPS_PER_EXECUTION)
-    model.fit(demo_pretraining_dataset(tokenizer, "nsp", held_out=False),
-              steps_per_epoch=PRETRAINING_STEPS, epochs=1, verbose=0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(".partial-" + path.name)  # a crash leaves no half-written model
-    model.save(partial)
-    os.replace(partial, path)

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 import kerasbert
 from kerasbert.models import Encoder, InputDtypeError, build_encoder, inference_function
+from kerasbert.training.distribute import get_strategy
 from tests.helpers import TINY_CONFIGS, random_inputs
 
 FAMILIES = sorted(TINY_CONFIGS)
@@ -165,7 +166,7 @@ def test_fit_runs_and_learns(config):
 def test_mirrored_strategy_matches_one_device(config):
     devices = tf.config.list_logical_devices("CPU")
     assert len(devices) >= 2, "conftest.py sets up two logical CPU devices"
-    strategy = tf.distribute.MirroredStrategy([d.name for d in devices[:2]])
+    strategy = get_strategy("mirrored", devices=[d.name for d in devices[:2]])
     reference = build_encoder(config)
     with strategy.scope():
         encoder = build_encoder(config)

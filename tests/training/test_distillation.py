@@ -18,6 +18,7 @@ from kerasbert.training.distillation import (PretrainingDistiller, binary_soft_t
                                              hidden_cosine_loss, load_teacher, masked_lm_teacher,
                                              soft_target_cross_entropy, student_encoder,
                                              student_pretraining_model, student_task_model)
+from kerasbert.training.distribute import get_strategy
 from kerasbert.training.loop import model_variables
 from kerasbert.training.pretrained_sources import PRETRAINED_MODEL_FILE, pretraining_description
 from tests.helpers import TINY_CONFIGS, hf_config, hf_outputs, random_inputs, save_hf_model
@@ -371,7 +372,7 @@ def test_distiller_under_mirrored_strategy_steps_as_one_device():
     expected = [np.array(variable) - learning_rate * np.array(tf.convert_to_tensor(gradient))
                 for variable, gradient in zip(distiller.trainable_variables, gradients)]
 
-    with tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():
+    with get_strategy("mirrored", devices=["/cpu:0", "/cpu:1"]).scope():
         mirrored = PretrainingDistiller(teacher, student_pretraining_model(teacher))
         mirrored.compile(optimizer=keras.optimizers.SGD(learning_rate))
     mirrored.fit(tf.data.Dataset.from_tensors(batch), epochs=1, verbose=0, shuffle=False)

@@ -168,7 +168,7 @@ def test_weight_decay_skips_layer_norm_and_bias_of_a_real_encoder(name):
 
 
 def test_weight_decay_exclusions_hold_for_every_replica_of_a_mirrored_model():
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    strategy = get_strategy("mirrored", devices=["/cpu:0", "/cpu:1"])
     learning_rate, weight_decay = 0.1, 0.05
     with strategy.scope():
         model = tiny_encoder()

@@ -19,6 +19,7 @@ import kerasbert
 from kerasbert.data import demo
 from kerasbert.models import IGNORED_LABEL
 from kerasbert.training.distillation.task import TaskDistiller, check_teacher
+from kerasbert.training.distribute import get_strategy
 from kerasbert.training.finetune import load_task_teacher
 from kerasbert.training.loop import train
 from tests.helpers import TINY_CONFIGS, hf_config, random_inputs, save_hf_model
@@ -161,7 +162,7 @@ def test_training_moves_only_the_student_alike_on_two_replicas_and_after_a_resta
         return distiller.student
 
     one_device = tf.distribute.OneDeviceStrategy("/cpu:0")
-    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    mirrored = get_strategy("mirrored", devices=["/cpu:0", "/cpu:1"])
     assert mirrored.num_replicas_in_sync == 2
     run_to(one_device, 2, tmp_path / "restarted")
     resumed = run_to(mirrored, 5, tmp_path / "restarted")

@@ -1,0 +1,39 @@
+"""Train the session's tiny BERT (see `pretrained_tiny_bert_file` in tests/conftest.py).
+
+Run in a fresh process, `python -m tests.pretrain_tiny_bert OUTPUT.keras`, so that the model
+does not depend on which tests ran before it in a pytest worker (random-generator state,
+traced functions): every run of the suite trains the same model.
+"""
+
+import os
+import sys
+
+import keras
+
+import kerasbert
+from kerasbert.training import create_optimizer
+from tests.helpers import (PRETRAINING_LEARNING_RATE, PRETRAINING_SEED, PRETRAINING_STEPS,
+                           STEPS_PER_EXECUTION, demo_pretraining_dataset,
+                           demo_wordpiece_tokenizer, tiny_demo_config)
+
+
+def pretrain_tiny_bert(path):
+    """`PRETRAINING_STEPS` steps of MLM + NSP, AdamW with 10% warm-up, saved to `path`."""
+    tokenizer = demo_wordpiece_tokenizer()
+    keras.utils.set_random_seed(PRETRAINING_SEED)
+    model = kerasbert.models.build_pretraining_model(
+        tiny_demo_config("bert_tiny_uncased", tokenizer))
+    model.compile(optimizer=create_optimizer("adamw", PRETRAINING_LEARNING_RATE,
+                                             num_train_steps=PRETRAINING_STEPS,
+                                             num_warmup_steps=PRETRAINING_STEPS // 10),
+                  steps_per_execution=STEPS_PER_EXECUTION)
+    model.fit(demo_pretraining_dataset(tokenizer, "nsp", held_out=False),
+              steps_per_epoch=PRETRAINING_STEPS, epochs=1, verbose=0)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = os.path.join(os.path.dirname(path), ".partial-" + os.path.basename(path))
+    model.save(partial)  # a crash leaves no half-written model
+    os.replace(partial, path)
+
+
+if __name__ == "__main__":
+    pretrain_tiny_bert(sys.argv[1])
