@@ -53,6 +53,8 @@ def main(argv):
     for name, entry in report["artifacts"].items():
         worst = max((check.get("max_rel", 0.0) for check in entry["checks"]), default=0.0)
         summary = (", ".join(f"{output} {value['metric']} {value['value']:.4f}"
+                             + (f" ({value['near_ties']} near ties)" if value.get("near_ties")
+                                else "")
                              for output, value in entry["agreement"].items())
                    if "agreement" in entry else f"max relative difference {worst:.2g}")
         print(f"{name}: verified ({len(entry['checks'])} checks, {summary}), "
