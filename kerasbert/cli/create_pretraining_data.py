@@ -5,11 +5,33 @@ its feature names, so either side reads the other's files. Output shards are
 written to a temporary name and renamed when complete; a rerun with the same
 flags skips the shards that are complete and writes the rest identically.
 
+Shard i is made from the files `files[i::num_shards]` when there are at least
+as many files as shards (else from every num_shards-th window of documents),
+with seed `random_seed * 1009 + i`: it depends on nothing else, so shards can
+be built anywhere. With `--num_tasks=N --task_index=I`, N processes (machines)
+share the work: task I builds the shards i with i % N == I, hence (with enough
+files) reads its own disjoint share of the input files, and the union of all
+tasks' shards is, file for file and byte for byte, what one process writes.
+`--num_shards` must be at least `--num_tasks`.
+
+When its shards are done, a task writes a manifest (`kerasbert.data.manifest`:
+shards with instance counts, bytes and sha256; total instances; seed; flags),
+atomically and last. With one task it is `<output_file>.manifest.json`. With N
+tasks, task I writes `<output_file>.task-0000I-of-0000N.manifest.json` (so the
+tasks never overwrite each other), and the task that finds all N of them
+present writes `<output_file>.manifest.json`, their union: the data set is
+complete when that file exists. A rerun of a task whose manifest exists (same
+flags) does nothing. A shard whose files give no document at all (every line
+skipped as not UTF-8, say) is an error naming the files and the skipped lines,
+and leaves no file behind; a shard that gets too few documents for an instance
+is written empty, with a warning.
+
     kerasbert-create-pretraining-data --input_file='corpus/*.txt' \\
         --output_file=out/train.tfrecord --vocab_file=vocab.txt --do_lower_case \\
         --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5 --num_shards=8
 """
 
+import itertools
 import os
 import time
 
@@ -19,7 +41,11 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
+from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
+
 from kerasbert.data.corpus import BAD_LINE_POLICIES, FORMATS, CorpusStats, corpus_files  # noqa: E402
+from kerasbert.data.manifest import (combined_manifest, manifest_path, read_manifest,  # noqa: E402
+                                     task_manifest, task_manifest_path, write_manifest)
 from kerasbert.data.masking import MaskedLmMasker  # noqa: E402
 from kerasbert.data.pretraining import instance_batches  # noqa: E402
 from kerasbert.data.tfrecords import (completed_shards, serialize_instances, shard_paths,  # noqa: E402
@@ -38,6 +64,9 @@ flags.DEFINE_boolean("do_whole_word_mask", False, "Mask whole words only.")
 flags.DEFINE_integer("ngram", 1, "Longest n-gram to mask (ALBERT: 3; implies whole words).")
 flags.DEFINE_integer("random_seed", 12345, "Seed of every random choice.")
 flags.DEFINE_integer("num_shards", 1, "Output files.")
+flags.DEFINE_integer("num_tasks", 1, "Processes sharing the work (at most --num_shards); each "
+                     "builds the shards i with i % num_tasks == task_index.")
+flags.DEFINE_integer("task_index", 0, "This process's task, 0 to --num_tasks - 1.")
 flags.DEFINE_enum("compression", "none", ["none", "gzip"], "Compression of the output files.")
 flags.DEFINE_enum("input_format", "documents", FORMATS, "documents: one sentence per line, blank "
                   "lines between documents; paragraphs: one document per line.")
@@ -51,40 +80,125 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     if FLAGS.num_shards < 1 or FLAGS.dupe_factor < 1:
-        raise app.UsageError("--num_shards and --dupe_factor must be at least 1")
+        raise ValueError("--num_shards and --dupe_factor must be at least 1")
+    if FLAGS.num_tasks < 1 or not 0 <= FLAGS.task_index < FLAGS.num_tasks:
+        raise ValueError(f"--task_index must be from 0 to --num_tasks - 1 = {FLAGS.num_tasks - 1}, "
+                         f"got {FLAGS.task_index}")
+    if FLAGS.num_shards < FLAGS.num_tasks:
+        raise ValueError(f"--num_shards={FLAGS.num_shards} must be at least --num_tasks="
+                         f"{FLAGS.num_tasks}: each task builds whole shards")
     started = time.time()
+    paths = shard_paths(FLAGS.output_file, FLAGS.num_shards)
+    own_manifest = task_manifest_path(FLAGS.output_file, FLAGS.task_index, FLAGS.num_tasks)
+    if _finished(own_manifest, paths[FLAGS.task_index::FLAGS.num_tasks]):
+        print(f"{own_manifest} lists this task's shards, all present; nothing to do")
+        _write_combined_manifest()
+        return
     files = corpus_files(FLAGS.input_file)
     if not files:
-        raise app.UsageError(f"--input_file matched only empty files: {FLAGS.input_file}")
+        raise ValueError(f"--input_file matched only empty files: {FLAGS.input_file}")
     tokenizer = tokenizer_from_flags("--input_file")
     masker = MaskedLmMasker.for_tokenizer(
         tokenizer, masked_lm_prob=FLAGS.masked_lm_prob,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         whole_word=FLAGS.do_whole_word_mask or FLAGS.ngram > 1, max_ngram=FLAGS.ngram)
-    paths = shard_paths(FLAGS.output_file, FLAGS.num_shards)
     done = completed_shards(paths)
     summary = Summary()
     summary.window_sharded = len(files) < len(paths)
     stats = CorpusStats()
     bar = keras.utils.Progbar(None, unit_name="instance", interval=1.0)
-    for index, path in enumerate(paths):
+    for index in range(FLAGS.task_index, len(paths), FLAGS.num_tasks):
         if done[index]:
-            print(f"{path} is complete; skipped")
+            print(f"{paths[index]} is complete; skipped")
             continue
         batches = _shard_batches(files, tokenizer, masker, index, len(paths), stats)
-        write_tfrecord(path, _records(batches, summary, bar),
-                       compression=None if FLAGS.compression == "none" else "GZIP")
+        before = stats.as_dict()
+        records = _records(batches, summary, bar)
+        first = next(records, None)
+        if first is None:
+            _check_empty_shard(paths[index], files, index, before, stats.as_dict())
+        write_tfrecord(paths[index], itertools.chain([first] if first is not None else [], records),
+                       compression=_compression())
+        summary.shards_built += 1
     print()
+    shard_inputs = {paths[index]: _shard_files(files, index, len(paths))[0]
+                    for index in range(FLAGS.task_index, len(paths), FLAGS.num_tasks)}
+    write_manifest(own_manifest, task_manifest(shard_inputs, FLAGS.random_seed, _manifest_flags(),
+                                               FLAGS.task_index, FLAGS.num_tasks, _compression()))
+    print(f"wrote {own_manifest}")
+    _write_combined_manifest()
     summary.print(stats, time.time() - started)
+
+
+def _compression():
+    return None if FLAGS.compression == "none" else "GZIP"
+
+
+def _manifest_flags():
+    """The flags the records depend on, for the manifest: all of this binary's but the two that
+    only split the work (the manifest has them apart) and --output_file (the manifest lies beside
+    it and names the shards relative to it, so a data set can move)."""
+    modules = {FLAGS.find_module_defining_flag(name)
+               for name in ("input_file", "objective", "vocab_file")}
+    return {flag.name: flag.value for module in sorted(modules)
+            for flag in FLAGS.get_flags_for_module(module)
+            if flag.name not in ("num_tasks", "task_index", "output_file")}
+
+
+def _finished(own_manifest, own_paths):
+    """Whether this task's manifest exists, was made with these flags, and its shards are present."""
+    if not os.path.exists(own_manifest):
+        return False
+    previous = read_manifest(own_manifest)
+    flags_now = _manifest_flags()
+    changed = sorted(name for name in set(previous["flags"]) | set(flags_now)
+                     if previous["flags"].get(name) != flags_now.get(name))
+    if changed:
+        raise ValueError(f"{own_manifest} was written with other values of --{', --'.join(changed)}; "
+                         "give another --output_file or remove the old files first")
+    return all(os.path.exists(path) for path in own_paths)
+
+
+def _write_combined_manifest():
+    """With several tasks: once every task's manifest is there, the data set's (see the docstring)."""
+    if FLAGS.num_tasks == 1:
+        return
+    combined = combined_manifest(FLAGS.output_file, FLAGS.num_tasks)
+    path = manifest_path(FLAGS.output_file)
+    if combined is None:
+        print(f"{path} is left to the last task to finish")
+    elif not os.path.exists(path) or read_manifest(path) != combined:
+        write_manifest(path, combined)
+        print(f"all {FLAGS.num_tasks} tasks are done; wrote {path}")
+
+
+def _shard_files(files, index, count):
+    """The files shard `index` of `count` reads, and the window sharding it needs (None: whole files)."""
+    if len(files) >= count:
+        return files[index::count], None
+    return files, (index, count)
+
+
+def _check_empty_shard(path, files, index, before, after):
+    """Shard `path` got no instances: an error naming its files and the lines skipped in them if
+    they gave no document at all (not text, not UTF-8); a warning if its share of the documents
+    was too small (more shards than the corpus fills)."""
+    shard_files = _shard_files(files, index, FLAGS.num_shards)[0]
+    documents, skipped = ((after[name] - before[name]) // FLAGS.dupe_factor
+                          for name in ("documents", "skipped_lines"))
+    if documents == 0:
+        raise ValueError(f"no instances for {path}: the corpus file(s) {', '.join(shard_files)} gave no "
+                         f"document; {skipped} lines were skipped as not valid UTF-8 (or longer than "
+                         "1 MiB). Is this a UTF-8 text corpus?")
+    print(f"warning: {path} holds no instances: its share of the {documents} documents of "
+          f"{', '.join(shard_files)} was too small; use fewer --num_shards")
 
 
 def _shard_batches(files, tokenizer, masker, index, count, stats):
     """The serialized masked instances of shard `index` (and their totals), a batch per window:
     its own files if there are enough, otherwise every `count`-th window, for each of the
     `dupe_factor` copies."""
-    shard_files, shard = files, (index, count)
-    if len(files) >= count:
-        shard_files, shard = files[index::count], None
+    shard_files, shard = _shard_files(files, index, count)
     batches = instance_batches(
         shard_files, tokenizer, FLAGS.objective, FLAGS.max_seq_length,
         short_seq_prob=FLAGS.short_seq_prob, seed=FLAGS.random_seed * 1009 + index,
@@ -108,6 +222,8 @@ def _records_and_totals(batch):
 def _records(batches, summary, bar):
     for batch in batches:
         records = batch["records"].numpy()
+        if not len(records):
+            continue
         summary.add(len(records), **{name: int(batch[name]) for name in summary.totals})
         bar.add(len(records))
         yield records
@@ -119,6 +235,7 @@ class Summary:
     def __init__(self):
         self.instances = self.tokens = self.masked = self.label_ones = 0
         self.window_sharded = False
+        self.shards_built = 0
 
     totals = ("tokens", "masked", "label_ones")
 
@@ -133,7 +250,7 @@ class Summary:
         copies = FLAGS.dupe_factor
         rate = self.instances / seconds if seconds else 0.0
         # Each copy reads the corpus again (and, sharded by window, each shard reads it all).
-        reads = copies * (FLAGS.num_shards if self.window_sharded else 1)
+        reads = copies * (max(self.shards_built, 1) if self.window_sharded else 1)
         print(f"documents: {counts['documents'] // reads:,} ({counts['sentences'] // reads:,} "
               f"sentences, {counts['skipped_lines'] // reads:,} lines skipped) x {copies} copies")
         print(f"instances: {self.instances:,}  tokens: {self.tokens:,}  "
@@ -145,7 +262,7 @@ class Summary:
 
 
 def run():
-    app.run(main)
+    run_reporting_errors(main, "kerasbert-create-pretraining-data")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 from absl import app, flags  # noqa: E402
 
+from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 from kerasbert.tokenizers import vocabulary_training  # noqa: E402
 from kerasbert.tokenizers.text_files import count_lines  # noqa: E402
 
@@ -27,9 +28,10 @@ flags.DEFINE_list("reserved_tokens", None, "Special tokens, first in the vocabul
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    for pattern in FLAGS.input_files:
+        if not glob.glob(pattern):
+            raise FileNotFoundError(f"--input_files: no file matches {pattern}")
     files = sorted({path for pattern in FLAGS.input_files for path in glob.glob(pattern)})
-    if not files:
-        raise app.UsageError(f"--input_files matched no file: {FLAGS.input_files}")
     bar = keras.utils.Progbar(count_lines(files), unit_name="line")
     options = {key: value for key, value in (("lowercase", FLAGS.lowercase),
                                              ("reserved_tokens", FLAGS.reserved_tokens))
@@ -40,7 +42,7 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    run_reporting_errors(main, "kerasbert-vocab")
 
 
 if __name__ == "__main__":

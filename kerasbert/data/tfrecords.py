@@ -26,6 +26,10 @@ _PER_PREDICTION = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
 _INT_FEATURES = tuple(name for name in GOOGLE_FEATURE_NAMES if name != "masked_lm_weights")
 _GZIP_MAGIC = b"\x1f\x8b"
 _PARSE_BATCH_SIZE = 256
+# Bytes a TFRecord spends on each record besides its data: the length and two CRC32C checksums.
+_RECORD_FRAMING_BYTES = 16
+# Plain files are compared byte for byte (a modulus no file reaches).
+_PLAIN_MODULUS = 1 << 62
 
 
 def _compression_type(compression, allow_auto=False):
@@ -236,6 +240,50 @@ def _file_compression(path, compression_type):
         return "GZIP" if file.read(2) == _GZIP_MAGIC else ""
 
 
+def _expected_bytes(path, compression_type):
+    """What reading the whole file at `path` yields, in TFRecord framing bytes, and the modulus to
+    compare it in: the file's size for plain files; for gzip files the uncompressed size its
+    trailer records (RFC 1952 ISIZE), which is kept modulo 2**32."""
+    if compression_type != "GZIP":
+        return tf.io.gfile.stat(path).length, _PLAIN_MODULUS
+    with tf.io.gfile.GFile(path, "rb") as file:
+        size = file.size()
+        file.seek(max(size - 4, 0))
+        trailer = file.read(4)
+    return int.from_bytes(trailer.ljust(4, b"\0"), "little"), 1 << 32
+
+
+@tf.autograph.experimental.do_not_convert
+def _checked_file_records(path, compression_type, expected_bytes, modulus):
+    """The records of one file, failing with an error that names the file and the record number when
+    the file is truncated or corrupt.
+
+    TensorFlow's own error (DataLossError, "corrupted record at <byte offset>") names neither file nor
+    record; so the reader skips past a bad record (`ignore_errors`, which ends the file there), counts
+    the records and their framing bytes (a length, two checksums and the data: 16 bytes more than the
+    record), and asserts at the file's end that it read every byte the file holds.
+    """
+    tagged = (tf.data.TFRecordDataset(path, compression_type=compression_type)
+              .ignore_errors(log_warning=False)
+              .batch(_PARSE_BATCH_SIZE)
+              .map(lambda records: (records, False))
+              .concatenate(tf.data.Dataset.from_tensors((tf.constant([], tf.string), True))))
+
+    def count(state, element):
+        records, file_end = element
+        number, consumed = state
+        number += tf.size(records, tf.int64)
+        consumed += tf.reduce_sum(tf.cast(tf.strings.length(records), tf.int64) + _RECORD_FRAMING_BYTES)
+        complete = tf.equal(tf.math.floormod(consumed, modulus), tf.math.floormod(expected_bytes, modulus))
+        check = tf.debugging.Assert(tf.logical_or(tf.logical_not(file_end), complete), [
+            "TFRecord file", path, "is truncated or corrupt at record", number,
+            "(counting from 0; the records before it are intact)"], summarize=1)
+        with tf.control_dependencies([check]):
+            return (number, consumed), tf.identity(records)
+
+    return tagged.scan((tf.constant(0, tf.int64), tf.constant(0, tf.int64)), count).unbatch()
+
+
 def _positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -274,7 +322,9 @@ def read_pretraining_records(file_patterns, max_seq_length, max_predictions_per_
     Model Garden's `create_pretraining_data.py`. Each element has "token_ids", "padding_mask",
     "segment_ids" int32 [max_seq_length], "masked_lm_positions", "masked_lm_ids" int32 and
     "masked_lm_weights" float32 [max_predictions_per_seq], and "next_sentence_labels" int32 [].
-    A record with another length fails with an error naming the feature and the expected length.
+    A record with another length fails with an error naming the feature and the expected length; a
+    truncated or corrupt file (a bad checksum, a missing end) fails, when the reader gets there, with
+    an error naming the file and the number of the first bad record.
 
     compression: None/"", "GZIP" or "auto" (each file's first bytes decide). num_parallel_reads files
     are read interleaved, in a fixed order. With `input_context` (a `tf.distribute.InputContext`) each
@@ -299,6 +349,8 @@ def read_pretraining_records(file_patterns, max_seq_length, max_predictions_per_
     compression_type = _compression_type(compression, allow_auto=True)
     files, patterns = _matching_files(file_patterns)
     compressions = [_file_compression(path, compression_type) for path in files]
+    expected_bytes, moduli = zip(*[_expected_bytes(path, file_compression)
+                                   for path, file_compression in zip(files, compressions)])
     num_pipelines = input_context.num_input_pipelines if input_context is not None else 1
     shard_by_file = num_pipelines > 1 and len(files) >= num_pipelines
     shard_by_record = num_pipelines > 1 and not shard_by_file
@@ -307,13 +359,14 @@ def read_pretraining_records(file_patterns, max_seq_length, max_predictions_per_
                          "shards by record, which needs a seed so that every pipeline shuffles the files "
                          "alike")
 
-    file_dataset = tf.data.Dataset.from_tensor_slices((files, compressions))
+    file_dataset = tf.data.Dataset.from_tensor_slices(
+        (files, compressions, tf.constant(expected_bytes, tf.int64), tf.constant(moduli, tf.int64)))
     if shard_by_file:
         file_dataset = file_dataset.shard(num_pipelines, input_context.input_pipeline_id)
     if shuffle_files:
         file_dataset = file_dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     records = file_dataset.interleave(
-        lambda path, file_compression: tf.data.TFRecordDataset(path, compression_type=file_compression),
+        _checked_file_records,
         cycle_length=min(num_parallel_reads, len(files)), num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True)
     if shard_by_record:

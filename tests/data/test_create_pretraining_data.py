@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -61,7 +62,7 @@ def first_run(corpus, tmp_path_factory):
 def test_shards_hold_masked_nsp_instances(first_run):
     directory, stdout = first_run
     assert sorted(os.listdir(directory)) == [
-        f"train-0000{i}-of-00003.tfrecord" for i in range(3)]
+        f"train-0000{i}-of-00003.tfrecord" for i in range(3)] + ["train.tfrecord.manifest.json"]
     instances = list(read_pretraining_records(str(directory / "*.tfrecord"), 64, 10)
                      .batch(100_000).take(1))[0]
     instances = {name: value.numpy() for name, value in instances.items()}
@@ -131,3 +132,29 @@ def test_bad_flags_are_reported(corpus, tmp_path):
         capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and "--vocab_file" in result.stderr
     assert not os.path.exists(tmp_path / "x.tfrecord")
+
+
+def test_a_corpus_without_text_is_an_error_that_leaves_nothing(tmp_path):
+    """Every line skipped (a binary file; Latin-1 text): a one-line error naming the files and the
+    skipped lines, not an empty TFRecord and exit status 0."""
+    binary = tmp_path / "binary" / "image.bin"
+    binary.parent.mkdir()
+    binary.write_bytes(b"\n".join(bytes(range(0x80, 0x100)) * 3 for _ in range(40)))
+    latin = tmp_path / "latin" / "text.txt"
+    latin.parent.mkdir()
+    latin.write_bytes("\n".join(["Le café est très fort."] * 30 + ["", "Où est la gare ?"] * 5)
+                      .encode("latin-1"))
+    cases = [(binary, 40), (latin, 35)]  # the blank lines of the Latin-1 file are valid
+    commands = [_command(path, tmp_path / f"out-{index}" / "train.tfrecord")
+                for index, (path, _) in enumerate(cases)]
+    with ThreadPoolExecutor(len(commands)) as pool:
+        results = list(pool.map(lambda command: subprocess.run(
+            command, capture_output=True, text=True, timeout=600), commands))
+    for index, ((path, lines), result) in enumerate(zip(cases, results)):
+        stderr = result.stderr.strip()
+        assert result.returncode != 0 and "Traceback" not in stderr, stderr[-3000:]
+        last_line = stderr.splitlines()[-1]
+        assert last_line.startswith("kerasbert-create-pretraining-data: error: no instances"), last_line
+        assert "gave no document" in last_line
+        assert str(path) in last_line and f"{lines} lines were skipped as not valid UTF-8" in last_line
+        assert not os.path.exists(tmp_path / f"out-{index}") or os.listdir(tmp_path / f"out-{index}") == []

@@ -335,3 +335,47 @@ def test_record_sharding_with_shuffled_files_needs_a_seed(tmp_path):
     with pytest.raises(ValueError, match="seed"):
         read_pretraining_records(str(tmp_path / "part-*"), SEQ, PREDICTIONS, input_context=context,
                                  shuffle_files=True)
+
+
+def damaged_copy(tmp_path, records, damage, bad_record):
+    """An uncompressed TFRecord file of `records` whose record `bad_record` is cut short ("truncate")
+    or has one flipped bit in its data ("flip")."""
+    path = write_tfrecord(str(tmp_path / "good.tfrecord"), records)
+    data = bytearray(open(path, "rb").read())
+    start = sum(len(record) + 16 for record in records[:bad_record])  # length, 2 CRCs, data
+    if damage == "truncate":
+        data = data[:start + 12 + len(records[bad_record]) // 2]
+    else:
+        data[start + 12 + len(records[bad_record]) // 2] ^= 0x08
+    damaged = tmp_path / f"{damage}.tfrecord"
+    damaged.write_bytes(bytes(data))
+    return str(damaged)
+
+
+@pytest.mark.parametrize("damage, bad_record", [("truncate", 299), ("flip", 7), ("flip", 260)])
+def test_damaged_files_fail_naming_the_file_and_record(tmp_path, damage, bad_record):
+    records = list(serialize_instances(make_batch(300)).numpy())
+    write_numbered_files(tmp_path, (5,))
+    good = str(tmp_path / "part-*")
+    damaged = damaged_copy(tmp_path, records, damage, bad_record)
+    dataset = read_pretraining_records([good, damaged], SEQ, PREDICTIONS)
+    with pytest.raises(tf.errors.InvalidArgumentError) as error:
+        for _ in dataset:
+            pass
+    message = error.value.message
+    assert f"[TFRecord file] [{damaged}] [is truncated or corrupt at record] [{bad_record}]" in message
+    # The undamaged file reads whole.
+    intact = read_all(read_pretraining_records(str(tmp_path / "good.tfrecord"), SEQ, PREDICTIONS))
+    assert len(intact["token_ids"]) == 300
+
+
+def test_damaged_gzip_files_fail_naming_the_file(tmp_path):
+    path = write_tfrecord(str(tmp_path / "good.tfrecord"), serialize_instances(make_batch(300)),
+                          compression="gzip")
+    data = open(path, "rb").read()
+    for name, damaged in (("cut", data[:-9]), ("flip", data[:200] + bytes([data[200] ^ 1]) + data[201:])):
+        damaged_path = tmp_path / f"{name}.tfrecord"
+        damaged_path.write_bytes(damaged)
+        with pytest.raises(tf.errors.InvalidArgumentError, match=f"{damaged_path}.*truncated or corrupt"):
+            list(read_pretraining_records(str(damaged_path), SEQ, PREDICTIONS, compression="auto"))
+    assert len(read_all(read_pretraining_records(path, SEQ, PREDICTIONS, compression="auto"))["token_ids"]) == 300

@@ -1,0 +1,113 @@
+"""The manifest of a pretraining data set: which shards it has, how many instances each holds, their
+sizes and checksums, and the flags and seed that made them.
+
+A data creation task writes its manifest after its last shard, atomically, so a manifest that exists
+says its shards are complete. Task I of N (N > 1) writes `<output_file>.task-0000I-of-0000N.manifest.json`;
+whichever task finds all N task manifests present once its own is written (the last to finish, on a
+shared file system) writes the data set's `<output_file>.manifest.json`, their union. With one task only
+`<output_file>.manifest.json` is written. A reader knows the data set is complete when that file exists.
+
+Example:
+>>> import os, tempfile
+>>> from kerasbert.data.tfrecords import write_tfrecord
+>>> output_file = os.path.join(tempfile.mkdtemp(), "train.tfrecord")
+>>> _ = write_tfrecord(output_file, [b"one", b"two"])
+>>> manifest = task_manifest({output_file: ["corpus.txt"]}, seed=7, flags={"dupe_factor": 1},
+...                          task_index=0, num_tasks=1)
+>>> write_manifest(manifest_path(output_file), manifest)
+>>> read_manifest(manifest_path(output_file))["instances"]
+2
+"""
+
+import hashlib
+import json
+import os
+
+import tensorflow as tf
+
+from kerasbert.atomic_files import write_atomically
+
+MANIFEST_VERSION = 1
+_CHUNK_BYTES = 1 << 20
+
+
+def manifest_path(output_file):
+    """The data set's manifest: `<output_file>.manifest.json`.
+
+    >>> manifest_path("data/train.tfrecord")
+    'data/train.tfrecord.manifest.json'
+    """
+    return f"{output_file}.manifest.json"
+
+
+def task_manifest_path(output_file, task_index, num_tasks):
+    """Task `task_index`'s manifest: the data set's own with one task, else a name of its own.
+
+    >>> task_manifest_path("data/train.tfrecord", 1, 3)
+    'data/train.tfrecord.task-00001-of-00003.manifest.json'
+    >>> task_manifest_path("data/train.tfrecord", 0, 1)
+    'data/train.tfrecord.manifest.json'
+    """
+    if num_tasks == 1:
+        return manifest_path(output_file)
+    return f"{output_file}.task-{task_index:05d}-of-{num_tasks:05d}.manifest.json"
+
+
+def shard_entry(path, input_files, compression=None):
+    """What the manifest says of one shard: its file name (relative to the manifest), the corpus
+    files it was made from, instances, bytes and sha256."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for chunk in iter(lambda: file.read(_CHUNK_BYTES), b""):
+            digest.update(chunk)
+    records = tf.data.TFRecordDataset(path, compression_type=compression or "")
+    instances = int(records.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
+    return {"path": os.path.basename(path), "input_files": list(input_files), "instances": instances,
+            "bytes": os.path.getsize(path), "sha256": digest.hexdigest()}
+
+
+def task_manifest(shard_inputs, seed, flags, task_index, num_tasks, compression=None):
+    """The manifest of one task's finished shards, given as {shard path: its corpus files}."""
+    shards = [shard_entry(path, inputs, compression) for path, inputs in shard_inputs.items()]
+    return {"version": MANIFEST_VERSION, "complete": True, "num_tasks": num_tasks,
+            "task_indices": [task_index], "instances": sum(shard["instances"] for shard in shards),
+            "random_seed": seed, "flags": flags, "shards": shards}
+
+
+def combined_manifest(output_file, num_tasks):
+    """The data set's manifest, the union of all `num_tasks` task manifests; None while one is
+    missing. The tasks must agree on the seed and the flags."""
+    parts = []
+    for index in range(num_tasks):
+        path = task_manifest_path(output_file, index, num_tasks)
+        if not os.path.exists(path):
+            return None
+        parts.append((path, read_manifest(path)))
+    first_path, first = parts[0]
+    for path, part in parts[1:]:
+        for key in ("random_seed", "flags"):
+            if part[key] != first[key]:
+                raise ValueError(f"The task manifests {first_path} and {path} disagree on {key}: "
+                                 f"{first[key]} != {part[key]}")
+    shards = sorted((shard for _, part in parts for shard in part["shards"]), key=lambda s: s["path"])
+    return {"version": MANIFEST_VERSION, "complete": True, "num_tasks": num_tasks,
+            "task_indices": list(range(num_tasks)),
+            "instances": sum(shard["instances"] for shard in shards),
+            "random_seed": first["random_seed"], "flags": first["flags"], "shards": shards}
+
+
+def write_manifest(path, manifest):
+    """Write `manifest` (a dict) to `path` as JSON, atomically."""
+    write_atomically(path, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def read_manifest(path):
+    """The manifest at `path`; a ValueError naming the file if it is not a manifest."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            manifest = json.load(file)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path} is not a data set manifest: {error}") from None
+    if not isinstance(manifest, dict) or manifest.get("version") != MANIFEST_VERSION:
+        raise ValueError(f"{path} is not a version {MANIFEST_VERSION} data set manifest")
+    return manifest
