@@ -46,13 +46,13 @@ from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 from kerasbert.cli.pretraining_input import (check_input_flags, config_overrides,  # noqa: E402
                                              optimizer_from_flags, pretraining_batches,
-                                             tokenizer_arguments)
+                                             saves_data_position, tokenizer_arguments)
 from kerasbert.training.distillation import (PretrainingDistiller, load_teacher,  # noqa: E402
                                              student_pretraining_model)
 from kerasbert.training.distillation.teachers import teacher_tokenizer_arguments  # noqa: E402
 from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
 from kerasbert.training.finetune import write_json  # noqa: E402
-from kerasbert.training.loop import NonFiniteLossError, train  # noqa: E402
+from kerasbert.training.loop import TrainingError, train  # noqa: E402
 from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,  # noqa: E402
                                                    pretraining_description)
 
@@ -119,8 +119,9 @@ def main(argv):
         logs = train(distiller, strategy, lambda context: pretraining_batches(
                          tokenizer, FLAGS.objective, context),
                      FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
-                     checkpoint_interval=FLAGS.checkpoint_interval, jit_compile=FLAGS.jit_compile)
-    except NonFiniteLossError as error:
+                     checkpoint_interval=FLAGS.checkpoint_interval, jit_compile=FLAGS.jit_compile,
+                     max_recoveries=FLAGS.max_recoveries, save_data_position=saves_data_position())
+    except TrainingError as error:
         raise ValueError(str(error)) from None
     temporary = os.path.join(FLAGS.model_dir, ".tmp-" + STUDENT_FILE)
     student.save(temporary)

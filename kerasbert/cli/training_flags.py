@@ -18,3 +18,6 @@ flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_float16", "mi
                   "Dtype policy (float16 gets loss scaling).")
 flags.DEFINE_boolean("jit_compile", False, "Compile each training step with XLA.")
 flags.DEFINE_integer("checkpoint_interval", 1000, "Steps between checkpoints.")
+flags.DEFINE_integer("max_recoveries", 0, "Times a non-finite loss is recovered from: back to the "
+                     "last checkpoint, then the offending batch is skipped (0: stop at the first, "
+                     "with an error naming the step).", lower_bound=0)

@@ -4,16 +4,21 @@ with the model, optimizer, step and data iterator checkpointed together.
 Killed and restarted with the same arguments, training continues from the
 last checkpoint at the same step and the same position in the data (the
 `tf.data` iterator is part of the checkpoint, so the pipeline must be free of
-stateful ops). A loss that is not finite stops training with an error naming
-the step.
+stateful ops); an unreadable latest checkpoint (truncated, corrupt) is named in
+a warning and the one before it is used. On SIGTERM every worker saves at the
+same step and the process exits with status 143 (`kerasbert.training.preemption`).
+A loss that is not finite stops training with an error naming the step, or,
+with `max_recoveries`, rolls back to the last checkpoint and skips the batch
+whose loss was not finite.
 """
 
-import math
 import os
 
 import keras
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
+
+from kerasbert.training.preemption import TrainingPreempted, preemption_watcher
 
 # What TensorBoard's scalar summaries carry, written with TensorFlow's own `tf.summary.write`
 # (so logging needs no `tensorboard` package; TensorBoard shows them as scalars).
@@ -21,12 +26,21 @@ _SCALAR_METADATA = summary_pb2.SummaryMetadata(
     plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
 
 
-class NonFiniteLossError(RuntimeError):
-    """The loss became NaN or infinite."""
+class TrainingError(RuntimeError):
+    """Training cannot go on; the message says why (one line)."""
+
+
+class NonFiniteLossError(TrainingError):
+    """The loss became NaN or infinite (more often than `max_recoveries` allows)."""
+
+
+class UnreadableCheckpointError(TrainingError):
+    """No checkpoint of the run's directory can be restored."""
 
 
 def train(model, strategy, dataset_fn, model_dir, train_steps, *, steps_per_loop=100,
-          checkpoint_interval=1000, jit_compile=False, progress=True, log=print):
+          checkpoint_interval=1000, jit_compile=False, max_recoveries=0, progress=True,
+          log=print, save_data_position=True):
     """Train a compiled `model` (built under `strategy.scope()`) for `train_steps` steps.
 
     Args:
@@ -44,9 +58,22 @@ def train(model, strategy, dataset_fn, model_dir, train_steps, *, steps_per_loop
         steps_per_loop: steps per compiled loop, between logs and NaN checks.
         checkpoint_interval: steps between checkpoints (one more at the end).
         jit_compile: compile each step with XLA.
+        save_data_position: checkpoint the data iterator (False for data that
+            cannot be, e.g. batches read from the tf.data service: a restart
+            then reads on from wherever the data source is).
+        max_recoveries: how many times a non-finite loss may be recovered from:
+            the run goes back to the last checkpoint (saved at the start, as
+            `ckpt-<step>`, if there is none yet), trains up to the step whose
+            loss was not finite, skips that step's batch and goes on. One more
+            stops training with `NonFiniteLossError` (0: the first one does).
 
     Returns:
         The last logs (a dict of floats), including `"step"`.
+
+    Raises:
+        TrainingPreempted: after SIGTERM, once the checkpoint is saved (a
+            `SystemExit` with status 143).
+        NonFiniteLossError, UnreadableCheckpointError: one-line messages.
 
     Example (a tiny model for two steps; runs anywhere):
     >>> import tempfile, numpy as np
@@ -60,9 +87,10 @@ def train(model, strategy, dataset_fn, model_dir, train_steps, *, steps_per_loop
     >>> logs["step"]
     2
     """
-    if train_steps < 1 or steps_per_loop < 1 or checkpoint_interval < 1:
-        raise ValueError(f"train_steps, steps_per_loop and checkpoint_interval must be positive, "
-                         f"got {train_steps}, {steps_per_loop}, {checkpoint_interval}")
+    if train_steps < 1 or steps_per_loop < 1 or checkpoint_interval < 1 or max_recoveries < 0:
+        raise ValueError(f"train_steps, steps_per_loop and checkpoint_interval must be positive "
+                         f"and max_recoveries not negative, got {train_steps}, {steps_per_loop}, "
+                         f"{checkpoint_interval}, {max_recoveries}")
     with strategy.scope():
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="step",
                            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
@@ -72,12 +100,13 @@ def train(model, strategy, dataset_fn, model_dir, train_steps, *, steps_per_loop
         num_input_pipelines=workers, input_pipeline_id=worker, num_replicas_in_sync=workers)))
     local_replicas = strategy.num_replicas_in_sync // workers
     checkpoint = tf.train.Checkpoint(model_variables=model_variables(model),
-                                     optimizer=model.optimizer, step=step, iterator=iterator)
+                                     optimizer=model.optimizer, step=step,
+                                     **({"iterator": iterator} if save_data_position else {}))
     manager = tf.train.CheckpointManager(checkpoint, _checkpoint_dir(strategy, model_dir),
                                          max_to_keep=3)
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        log(f"Restored {manager.latest_checkpoint} at step {int(step.numpy())}")
+    last_good = restore_latest(checkpoint, manager, log)
+    if last_good:
+        log(f"Restored {last_good} at step {int(step.numpy())}")
     writer = tf.summary.create_file_writer(os.path.join(model_dir, "train"))
     model_step = tf.function(model.train_step, jit_compile=True) if jit_compile else (
         model.train_step)
@@ -92,42 +121,144 @@ def train(model, strategy, dataset_fn, model_dir, train_steps, *, steps_per_loop
 
     @tf.function
     def run_steps(iterator, count):
+        """`count` steps; their last logs and whether any replica's loss was not finite."""
         logs = strategy.run(replica_step, args=(next(iterator),))
         step.assign_add(1)
         for _ in tf.range(count - 1):
             logs = strategy.run(replica_step, args=(next(iterator),))
             step.assign_add(1)
-        return logs
+        # The metrics are means since the last reset, so one non-finite step shows at the end.
+        non_finite = strategy.run(_count_non_finite, args=(logs,))
+        return logs, strategy.reduce(tf.distribute.ReduceOp.SUM, non_finite, axis=None) > 0
+
+    def run(count):
+        results, non_finite = run_steps(iterator, tf.constant(count, tf.int64))
+        model.reset_metrics()  # each log line covers its own loop
+        return results, bool(non_finite)
+
+    def recover(loop_start, loop_end):
+        """Back to the last checkpoint, then up to the step of (loop_start, loop_end] whose
+        loss is not finite, whose batch is skipped; returns that step (None if the replay
+        found none)."""
+        restored_step = _restore(checkpoint, last_good, step)
+        if loop_start > restored_step:
+            run(loop_start - restored_step)  # finite before: the loops logged it
+        while int(step.numpy()) < loop_end:
+            if run(1)[1]:
+                bad_step = int(step.numpy())
+                break
+        else:
+            return None
+        _restore(checkpoint, last_good, step)
+        if bad_step - 1 > restored_step:
+            run(bad_step - 1 - restored_step)
+        next(iterator)  # every worker drops its share of the offending batch
+        return bad_step
 
     bar = None
     done = int(step.numpy())
     logs = {"step": done}
-    last_saved = done
-    while done < train_steps:
-        count = min(steps_per_loop, train_steps - done,
-                    checkpoint_interval - done % checkpoint_interval)
-        results = run_steps(iterator, tf.constant(count, tf.int64))
-        done = int(step.numpy())
-        logs = {name: float(strategy.experimental_local_results(value)[0])
-                for name, value in results.items()}
-        model.reset_metrics()  # each log line covers its own loop
-        if not all(math.isfinite(value) for value in logs.values()):
-            raise NonFiniteLossError(
-                f"Training stopped at step {done}: the loss is not finite ({logs}); "
-                f"the last checkpoint is from step {last_saved}")
-        with writer.as_default(step=done):
-            for name, value in {**logs, "learning_rate": _learning_rate(model.optimizer)}.items():
-                tf.summary.write(name, tf.constant(value, tf.float32), metadata=_SCALAR_METADATA)
-        if progress:
-            bar = bar or keras.utils.Progbar(train_steps, unit_name="step",
-                                             stateful_metrics=list(logs))
-            bar.update(done, values=list(logs.items()))
-        if done % checkpoint_interval == 0 or done == train_steps:
-            manager.save(checkpoint_number=done)
-            last_saved = done
-        logs["step"] = done
-    writer.flush()
+    last_saved = done if last_good else None
+    recoveries = 0
+
+    def save(again=False):
+        nonlocal last_good, last_saved
+        if again or last_saved != done:
+            last_good, last_saved = manager.save(checkpoint_number=done), done
+        return done
+
+    if max_recoveries:
+        save()  # a good state to go back to
+
+    with preemption_watcher(strategy).watching(save) as watcher:
+        try:
+            while done < train_steps:
+                count = min(steps_per_loop, train_steps - done,
+                            checkpoint_interval - done % checkpoint_interval)
+                results, non_finite = run(count)
+                done = int(step.numpy())
+                logs = {name: float(strategy.experimental_local_results(value)[0])
+                        for name, value in results.items()}
+                if non_finite:
+                    if recoveries == max_recoveries:
+                        raise NonFiniteLossError(
+                            f"Training stopped at step {done}: the loss is not finite ({logs}); "
+                            + (f"the last checkpoint is from step {last_saved}"
+                               if last_saved is not None else "no checkpoint saved yet") + (
+                                f" ({max_recoveries} recoveries done)" if max_recoveries else
+                                "; --max_recoveries=N goes back to it and skips the batch "
+                                "instead"))
+                    recoveries += 1
+                    skipped = recover(done - count, done)
+                    back_to = last_saved
+                    done = int(step.numpy())
+                    if skipped is not None:
+                        save(again=True)  # a later rollback must not replay the skipped batch
+                    log(f"Recovery {recoveries} of {max_recoveries}: " + (
+                        f"the loss of step {skipped} was not finite; back to step {back_to}, "
+                        f"then the batch of step {skipped} skipped" if skipped is not None else
+                        f"the loss was not finite by step {done}, but finite when replayed from "
+                        f"step {back_to}; nothing skipped"))
+                    continue
+                with writer.as_default(step=done):
+                    for name, value in {**logs,
+                                        "learning_rate": _learning_rate(model.optimizer)}.items():
+                        tf.summary.write(name, tf.constant(value, tf.float32),
+                                         metadata=_SCALAR_METADATA)
+                if progress:
+                    bar = bar or keras.utils.Progbar(train_steps, unit_name="step",
+                                                     stateful_metrics=list(logs))
+                    bar.update(done, values=list(logs.items()))
+                if done % checkpoint_interval == 0 or done == train_steps:
+                    save()
+                logs["step"] = done
+                watcher.check()
+        except TrainingPreempted as preempted:
+            log(f"\nPreempted (SIGTERM): saved {last_good} at step {preempted.step}; exiting "
+                f"with status {preempted.code}. Run the same command again to resume.")
+            raise
+        finally:
+            writer.flush()
     return logs
+
+
+def restore_latest(checkpoint, manager, log=print):
+    """Restore the newest checkpoint of `manager` that can be read; its path, or None if there
+    is none. An unreadable one is named in a one-line warning, then the one before it is tried.
+
+    >>> import tempfile
+    >>> checkpoint = tf.train.Checkpoint(value=tf.Variable(1.0))
+    >>> manager = tf.train.CheckpointManager(checkpoint, tempfile.mkdtemp(), max_to_keep=2)
+    >>> restore_latest(checkpoint, manager) is None
+    True
+    """
+    candidates = list(reversed(manager.checkpoints))
+    for index, path in enumerate(candidates):
+        try:
+            checkpoint.restore(path).assert_existing_objects_matched()
+            return path
+        except Exception as error:  # noqa: BLE001 (truncated files raise IndexError, ...)
+            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            fallback = (f"using the previous one, {candidates[index + 1]}"
+                        if index + 1 < len(candidates) else "no older checkpoint is left")
+            log(f"Warning: checkpoint {path} cannot be read ({reason}); {fallback}")
+    if candidates:
+        raise UnreadableCheckpointError(
+            f"No checkpoint in {manager.directory} can be read (tried {', '.join(candidates)}); "
+            "move them away to start over")
+    return None
+
+
+def _restore(checkpoint, path, step):
+    """Restore `path` (read before, so readable); the step it holds."""
+    checkpoint.restore(path).assert_existing_objects_matched()
+    return int(step.numpy())
+
+
+def _count_non_finite(logs):
+    """How many of a replica's logged values are NaN or infinite (a float32 scalar)."""
+    return tf.add_n([tf.reduce_sum(tf.cast(~tf.math.is_finite(tf.cast(value, tf.float32)),
+                                           tf.float32)) for value in tf.nest.flatten(logs)])
 
 
 def model_variables(model):
