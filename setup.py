@@ -64,6 +64,7 @@ setup(
             "kerasbert-convert=kerasbert.cli.convert:run",
             "kerasbert-distill=kerasbert.cli.distill:run",
             "kerasbert-extract-features=kerasbert.cli.extract_features:run",
+            "kerasbert-data-service=kerasbert.cli.data_service:run",
         ],
     },
 )

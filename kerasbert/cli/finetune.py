@@ -37,12 +37,14 @@ from absl import app, flags, logging  # noqa: E402
 from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
 from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
 from kerasbert.convert import from_hf  # noqa: E402
+from kerasbert.data.service import service_address  # noqa: E402
 from kerasbert.models.encoder import build_encoder  # noqa: E402
 from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
 from kerasbert.training.finetune import (EVAL_RESULTS, MODEL_FILE, Distillation,  # noqa: E402
                                          FinetuneSettings, TaskFiles, evaluate_dev, finetune,
                                          load_task_teacher, write_json)
 from kerasbert.training.finetuning_tasks import FINETUNING_TASKS, get_finetuning_task  # noqa: E402
+from kerasbert.training.loop import TrainingError  # noqa: E402
 from kerasbert.training.pretrained_sources import pretrained_source  # noqa: E402
 
 FLAGS = flags.FLAGS
@@ -77,6 +79,10 @@ flags.DEFINE_integer("max_train_examples", None, "Train on the first N training 
 flags.DEFINE_boolean("from_scratch", False, "Fine-tune --init_from's architecture from random "
                      "weights instead of its pretrained ones (the baseline pretraining must beat).")
 flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+flags.DEFINE_string("tf_data_service", None, "grpc://HOST:PORT of a tf.data service dispatcher "
+                    "(kerasbert-data-service): its workers make the training batches, each pass "
+                    "over the training set split among them; the data position is then not "
+                    "checkpointed.")
 flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch size.")
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps of linear warmup; linear "
                    "decay to 0 after it.")
@@ -105,6 +111,8 @@ def main(argv):
         raise app.UsageError("--num_seeds must be at least 1")
     task = get_finetuning_task(FLAGS.task)
     files = _task_files(task)
+    if FLAGS.tf_data_service is not None:
+        service_address(FLAGS.tf_data_service)  # a malformed address is named before any work
     settings = FinetuneSettings(
         max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
         max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
@@ -115,7 +123,8 @@ def main(argv):
         learning_rate=FLAGS.learning_rate, warmup_proportion=FLAGS.warmup_proportion,
         weight_decay=FLAGS.weight_decay, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
         dropout=FLAGS.dropout, jit_compile=FLAGS.jit_compile,
-        checkpoint_interval=FLAGS.checkpoint_interval)
+        checkpoint_interval=FLAGS.checkpoint_interval, max_recoveries=FLAGS.max_recoveries,
+        tf_data_service=FLAGS.tf_data_service)
     if FLAGS.tune_null_threshold and FLAGS.task != "squad_v2":
         raise app.UsageError("--tune_null_threshold is for --task=squad_v2")
     keras.mixed_precision.set_dtype_policy(FLAGS.mixed_precision)
@@ -246,7 +255,7 @@ def _tokenizer(default, source_flag="--init_from"):
 def _main_reporting_errors(argv):
     try:
         main(argv)
-    except (ValueError, FileNotFoundError, OSError) as error:
+    except (ValueError, FileNotFoundError, OSError, TrainingError) as error:
         raise SystemExit(f"kerasbert-finetune: error: {error}") from None
 
 

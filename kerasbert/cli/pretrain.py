@@ -28,11 +28,12 @@ from kerasbert.models.encoder import build_encoder  # noqa: E402
 from kerasbert.cli import instance_flags  # noqa: E402,F401  (defines --objective, ...)
 from kerasbert.cli.pretraining_input import (check_input_flags, config_overrides,  # noqa: E402
                                              optimizer_from_flags, pretraining_batches,
-                                             tokenizer_arguments)
+                                             saves_data_position, tokenizer_arguments)
 from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
 from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
+from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
-from kerasbert.training.loop import NonFiniteLossError, model_variables, train  # noqa: E402
+from kerasbert.training.loop import TrainingError, model_variables, train  # noqa: E402
 from kerasbert.training.finetune import write_json  # noqa: E402
 from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,  # noqa: E402
                                                    pretraining_description)
@@ -89,8 +90,9 @@ def main(argv):
                      lambda context: pretraining_batches(tokenizer, FLAGS.objective, context),
                      FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
                      checkpoint_interval=FLAGS.checkpoint_interval,
-                     jit_compile=FLAGS.jit_compile)
-    except NonFiniteLossError as error:
+                     jit_compile=FLAGS.jit_compile, max_recoveries=FLAGS.max_recoveries,
+                     save_data_position=saves_data_position())
+    except TrainingError as error:
         raise SystemExit(f"\n{error}") from None
     print("\nDone: " + ", ".join(f"{name} {value:.4g}" for name, value in logs.items()))
 
@@ -127,7 +129,7 @@ def _initialize(model, encoder, path):
 
 
 def run():
-    app.run(main)
+    run_reporting_errors(main, "kerasbert-pretrain")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ from absl import flags
 
 from kerasbert.config import EncoderConfig
 from kerasbert.data.pretraining import pretraining_dataset
+from kerasbert.data.service import (DISTRIBUTED_EPOCH, PARALLEL_EPOCHS, distribute,
+                                    freshly_seeded, service_address)
 from kerasbert.data.tfrecords import read_pretraining_records
 from kerasbert.training.optimizers import create_optimizer
 
@@ -25,30 +27,64 @@ flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb", "adam"], "Optimizer.")
 flags.DEFINE_float("clip_norm", 1.0, "Clip gradients to this global norm (0: no clipping).")
 flags.DEFINE_integer("grad_accum_steps", 1, "Batches whose gradients add up to one update.")
 flags.DEFINE_integer("steps_per_loop", 100, "Steps between logs (one compiled loop).")
+flags.DEFINE_string("tf_data_service", None, "grpc://HOST:PORT of a tf.data service dispatcher "
+                    "(kerasbert-data-service): its workers make the batches (reading the input "
+                    "files at the same paths), this process only trains on them. From text, each "
+                    "worker draws its own data seed: the data order is not reproducible and a "
+                    "restart does not resume at the same data position.")
 
 
 def check_input_flags():
-    """A `ValueError` unless exactly one of `--input_files` and `--text_files` is given."""
+    """A `ValueError` unless exactly one of `--input_files` and `--text_files` is given, or if
+    `--tf_data_service` is not a `grpc://HOST:PORT` address."""
     if (FLAGS.input_files is None) == (FLAGS.text_files is None):
         raise ValueError("Give exactly one of --input_files and --text_files")
+    if FLAGS.tf_data_service is not None:
+        service_address(FLAGS.tf_data_service)
 
 
 def pretraining_batches(tokenizer, objective, context):
     """This worker's batches, repeated forever (its share of the global batch), from the text
-    files (instances of `objective`, masked on the fly) or the TFRecords the flags name."""
+    files (instances of `objective`, masked on the fly) or the TFRecords the flags name; made
+    by the tf.data service's workers with `--tf_data_service` (each from its own seed)."""
+    if FLAGS.tf_data_service is None:
+        return _batches(tokenizer, objective, context, FLAGS.seed)
+    # The whole corpus, not this trainer's share: the service divides the work.
+    whole = tf.distribute.InputContext(num_replicas_in_sync=context.num_replicas_in_sync)
+    if FLAGS.text_files is None:
+        return distribute(_batches(tokenizer, objective, whole, FLAGS.seed),
+                          FLAGS.tf_data_service, DISTRIBUTED_EPOCH)
+    return distribute(freshly_seeded(lambda seed: _batches(tokenizer, objective, whole, seed)),
+                      FLAGS.tf_data_service, PARALLEL_EPOCHS)
+
+
+def saves_data_position():
+    """Whether the training loop can checkpoint the position in the data (not when the
+    tf.data service makes the batches)."""
+    return FLAGS.tf_data_service is None
+
+
+def _batches(tokenizer, objective, context, seed):
     if FLAGS.text_files is not None:
         return pretraining_dataset(
-            FLAGS.text_files, tokenizer, objective, FLAGS.batch_size, FLAGS.max_seq_length,
+            _absolute(FLAGS.text_files), tokenizer, objective, FLAGS.batch_size,
+            FLAGS.max_seq_length,
             masked_lm_prob=FLAGS.masked_lm_prob,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-            whole_word_masking=FLAGS.whole_word_masking, seed=FLAGS.seed, epochs=None,
+            whole_word_masking=FLAGS.whole_word_masking, seed=seed, epochs=None,
             input_context=context)
-    records = read_pretraining_records(FLAGS.input_files, FLAGS.max_seq_length,
+    records = read_pretraining_records(_absolute(FLAGS.input_files), FLAGS.max_seq_length,
                                        FLAGS.max_predictions_per_seq, compression="auto",
                                        input_context=context)
     batch_size = context.get_per_replica_batch_size(FLAGS.batch_size)
-    return records.repeat().shuffle(10_000, seed=FLAGS.seed).batch(
+    return records.repeat().shuffle(10_000, seed=seed).batch(
         batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
+def _absolute(patterns):
+    """Local paths made absolute (tf.data service workers run elsewhere: they read the files at
+    the same paths, e.g. on a shared file system; URLs such as gs://... are kept)."""
+    return [pattern if "://" in pattern else os.path.abspath(pattern) for pattern in patterns]
 
 
 def optimizer_from_flags():

@@ -91,7 +91,8 @@ def pretraining_dataset(file_patterns, tokenizer, objective="nsp", batch_size=32
     Instances are rebuilt and re-masked every epoch (`epochs=None` repeats
     forever); the shuffle buffer spans epoch boundaries. With an
     `input_context`, `batch_size` is the global batch size
-    and each pipeline yields its share.
+    and each pipeline yields its share. `seed` is an int, or a scalar int64 tensor (a seed
+    drawn inside the pipeline, as each tf.data service worker does).
 
     >>> import kerasbert.data.demo, kerasbert.zoo
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
@@ -129,10 +130,19 @@ def _plain(function):
 
 
 def _seed_tensor(seed):
-    """A stateless-RNG seed `[2]` from an int seed."""
+    """A stateless-RNG seed `[2]` from an int seed (or a scalar int64 tensor, drawn at run time
+    as `kerasbert.data.service` does for each worker)."""
+    if tf.is_tensor(seed):
+        seed = tf.cast(seed, tf.int64)
+        return tf.stack([tf.bitwise.bitwise_and(seed, 0x7FFFFFFF),
+                         tf.bitwise.right_shift(seed, 31)])
     return tf.constant([int(seed) & 0x7FFFFFFF, int(seed) >> 31], tf.int64)
 
 
 def _python_seed(seed, purpose):
-    """A fixed int seed for stateful `tf.data` ops (shuffle) from the pipeline's seed."""
+    """A fixed int seed for stateful `tf.data` ops (shuffle) from the pipeline's int seed; None
+    for a tensor seed (`tf.data` cannot take a tensor seed under the global seed 0, and the
+    instances and masks already follow the drawn seed)."""
+    if tf.is_tensor(seed):
+        return None
     return (int(seed) * 1_000_003 + sum(map(ord, purpose))) % (2**31 - 1)

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from kerasbert.atomic_files import write_atomically
 from kerasbert.convert import from_hf
+from kerasbert.data.service import DISTRIBUTED_EPOCH, distribute
 from kerasbert.models.tasks import TaskModel, build_task_model
 from kerasbert.training.distillation.students import copy_heads, student_encoder
 from kerasbert.training.distillation.task import TaskDistiller, check_teacher
@@ -54,7 +55,9 @@ class FinetuneSettings:
     with `weight_decay` (not on LayerNorm or biases), linear
     warmup over `warmup_proportion` of the steps then linear decay to 0,
     global norm clipping at 1, `layerwise_lr_decay` (None or ELECTRA's
-    factor), `jit_compile`.
+    factor), `jit_compile`, `checkpoint_interval`, `max_recoveries` (`train`'s);
+    `tf_data_service`: `grpc://HOST:PORT` of a tf.data service whose workers make the
+    training batches (each pass split among them, `kerasbert.data.service`), or None.
 
     >>> FinetuneSettings(learning_rate=2e-5).warmup_proportion
     0.1
@@ -78,6 +81,8 @@ class FinetuneSettings:
     dropout: Optional[float] = None
     jit_compile: bool = False
     checkpoint_interval: int = 1000
+    max_recoveries: int = 0
+    tf_data_service: Optional[str] = None
     labels: Optional[list] = None
 
 
@@ -195,8 +200,11 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
 
     def train_batches(context):
         batch_size = context.get_per_replica_batch_size(settings.train_batch_size)
-        return task.dataset(train_examples, tokenizer, settings, batch_size, training=True,
-                            seed=seed).repeat()
+        batches = task.dataset(train_examples, tokenizer, settings, batch_size, training=True,
+                               seed=seed).repeat()
+        if settings.tf_data_service is None:
+            return batches
+        return distribute(batches, settings.tf_data_service, DISTRIBUTED_EPOCH)
 
     history = _read_history(model_dir)
     writer = tf.summary.create_file_writer(os.path.join(model_dir, "eval"))
@@ -206,7 +214,9 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
         train(trained, strategy, train_batches, model_dir, end_step,
               checkpoint_interval=settings.checkpoint_interval,
               steps_per_loop=min(100, settings.checkpoint_interval),
-              jit_compile=settings.jit_compile, log=log)
+              jit_compile=settings.jit_compile, max_recoveries=settings.max_recoveries,
+              save_data_position=settings.tf_data_service is None,
+              log=log)
         if tuning_examples is not None:
             settings.null_score_diff_threshold = task.tuned_null_threshold(
                 model, tuning_examples, tokenizer, settings, settings.eval_batch_size)

@@ -1,0 +1,69 @@
+"""`kerasbert-data-service`: run a tf.data service dispatcher or worker until SIGTERM / SIGINT.
+
+    kerasbert-data-service --mode=dispatcher --port=5050 --work_dir=/shared/data_service
+    kerasbert-data-service --mode=worker --dispatcher=dispatcher-host:5050 --port=5051
+
+The dispatcher runs in fault-tolerant mode: it journals its state in `--work_dir`,
+and restarted on the same `--work_dir` it picks up its jobs and workers. Workers
+run the input pipelines of `kerasbert-pretrain --tf_data_service=grpc://HOST:5050`
+(and `kerasbert-finetune`); start as many as the trainer needs, on any hosts, at
+any time. Each prints one line once it serves.
+"""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import signal  # noqa: E402
+import threading  # noqa: E402
+
+from absl import flags  # noqa: E402
+
+import kerasbert.tokenizers  # noqa: E402,F401  (registers the tensorflow-text ops workers run)
+from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
+from kerasbert.data.service import free_port, start_dispatcher, start_worker  # noqa: E402
+
+FLAGS = flags.FLAGS
+flags.DEFINE_enum("mode", None, ["dispatcher", "worker"], "What to run.", required=True)
+flags.DEFINE_integer("port", 0, "Port to serve on (0: any free port; the line printed at start "
+                     "names it).")
+flags.DEFINE_string("work_dir", None, "Dispatcher: folder of its journal (fault-tolerant mode).")
+flags.DEFINE_string("dispatcher", None, "Worker: the dispatcher's HOST:PORT.")
+flags.DEFINE_string("worker_address", None, "Worker: HOST:PORT the trainers reach it at "
+                    "('%port%' stands for its port; default: localhost:%port%, which serves "
+                    "trainers on this host only: on a cluster give a name they can resolve).")
+flags.DEFINE_float("dispatcher_timeout", 60.0, "Worker: seconds to wait for the dispatcher.")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise ValueError(f"unexpected arguments: {argv[1:]}")
+    stop = threading.Event()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: stop.set())
+    if FLAGS.mode == "dispatcher":
+        if FLAGS.dispatcher or FLAGS.worker_address:
+            raise ValueError("--dispatcher and --worker_address are for --mode=worker")
+        server = start_dispatcher(FLAGS.port, FLAGS.work_dir)
+        print(f"kerasbert-data-service: dispatcher serving at {server.target} (journal in "
+              f"{FLAGS.work_dir})", flush=True)
+    else:
+        if FLAGS.dispatcher is None:
+            raise ValueError("--mode=worker needs --dispatcher=HOST:PORT")
+        if FLAGS.work_dir:
+            raise ValueError("--work_dir is for --mode=dispatcher")
+        port = FLAGS.port or free_port()
+        server = start_worker(FLAGS.dispatcher, port, FLAGS.worker_address,
+                              FLAGS.dispatcher_timeout)
+        print(f"kerasbert-data-service: worker serving on port {port} for the dispatcher at "
+              f"{FLAGS.dispatcher}", flush=True)
+    stop.wait()
+    server.stop()
+
+
+def run():
+    run_reporting_errors(main, "kerasbert-data-service")
+
+
+if __name__ == "__main__":
+    run()
