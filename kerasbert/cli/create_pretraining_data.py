@@ -18,9 +18,9 @@ When its shards are done, a task writes a manifest (`kerasbert.data.manifest`:
 shards with instance counts, bytes and sha256; total instances; seed; flags),
 atomically and last. With one task it is `<output_file>.manifest.json`. With N
 tasks, task I writes `<output_file>.task-0000I-of-0000N.manifest.json` (so the
-tasks never overwrite each other), and the task that finds all N of them
-present writes `<output_file>.manifest.json`, their union: the data set is
-complete when that file exists. A rerun of a task whose manifest exists (same
+tasks never overwrite each other's), then, last, `<output_file>.manifest.json`:
+the union of the task manifests present, `"complete": true` once all N are in.
+A rerun of a task whose manifest exists (same
 flags) does nothing. A shard whose files give no document at all (every line
 skipped as not UTF-8, say) is an error naming the files and the skipped lines,
 and leaves no file behind; a shard that gets too few documents for an instance
@@ -160,16 +160,21 @@ def _finished(own_manifest, own_paths):
 
 
 def _write_combined_manifest():
-    """With several tasks: once every task's manifest is there, the data set's (see the docstring)."""
+    """With several tasks: the data set's manifest, the union of the task manifests present (see
+    the docstring). Tasks finishing together may each write it; each checks after writing that no
+    task manifest appeared meanwhile, and writes again if one did, so the last write has them all."""
     if FLAGS.num_tasks == 1:
         return
-    combined = combined_manifest(FLAGS.output_file, FLAGS.num_tasks)
     path = manifest_path(FLAGS.output_file)
-    if combined is None:
-        print(f"{path} is left to the last task to finish")
-    elif not os.path.exists(path) or read_manifest(path) != combined:
-        write_manifest(path, combined)
-        print(f"all {FLAGS.num_tasks} tasks are done; wrote {path}")
+    while True:
+        combined = combined_manifest(FLAGS.output_file, FLAGS.num_tasks)
+        if not os.path.exists(path) or read_manifest(path) != combined:
+            write_manifest(path, combined)
+        if combined_manifest(FLAGS.output_file, FLAGS.num_tasks) == combined:
+            break
+    done = len(combined["task_indices"])
+    print(f"wrote {path}: {done} of {FLAGS.num_tasks} tasks done"
+          + ("; the data set is complete" if combined["complete"] else ""))
 
 
 def _shard_files(files, index, count):

@@ -2,10 +2,11 @@
 sizes and checksums, and the flags and seed that made them.
 
 A data creation task writes its manifest after its last shard, atomically, so a manifest that exists
-says its shards are complete. Task I of N (N > 1) writes `<output_file>.task-0000I-of-0000N.manifest.json`;
-whichever task finds all N task manifests present once its own is written (the last to finish, on a
-shared file system) writes the data set's `<output_file>.manifest.json`, their union. With one task only
-`<output_file>.manifest.json` is written. A reader knows the data set is complete when that file exists.
+says its shards are complete. Task I of N (N > 1) first writes its own
+`<output_file>.task-0000I-of-0000N.manifest.json`, then, last, the data set's
+`<output_file>.manifest.json`: the union of the task manifests present beside it, with `complete`
+true once all N are (`task_indices` says which are in). With one task only `<output_file>.manifest.json`
+is written. A reader knows the data set is complete when that file says `"complete": true`.
 
 Example:
 >>> import os, tempfile
@@ -75,14 +76,15 @@ def task_manifest(shard_inputs, seed, flags, task_index, num_tasks, compression=
 
 
 def combined_manifest(output_file, num_tasks):
-    """The data set's manifest, the union of all `num_tasks` task manifests; None while one is
-    missing. The tasks must agree on the seed and the flags."""
+    """The data set's manifest: the union of the `num_tasks` task manifests present, `complete`
+    once all are. The tasks must agree on the seed and the flags."""
     parts = []
     for index in range(num_tasks):
         path = task_manifest_path(output_file, index, num_tasks)
-        if not os.path.exists(path):
-            return None
-        parts.append((path, read_manifest(path)))
+        if os.path.exists(path):
+            parts.append((path, read_manifest(path)))
+    if not parts:
+        raise ValueError(f"No task manifest of {output_file} to combine")
     first_path, first = parts[0]
     for path, part in parts[1:]:
         for key in ("random_seed", "flags"):
@@ -90,8 +92,9 @@ def combined_manifest(output_file, num_tasks):
                 raise ValueError(f"The task manifests {first_path} and {path} disagree on {key}: "
                                  f"{first[key]} != {part[key]}")
     shards = sorted((shard for _, part in parts for shard in part["shards"]), key=lambda s: s["path"])
-    return {"version": MANIFEST_VERSION, "complete": True, "num_tasks": num_tasks,
-            "task_indices": list(range(num_tasks)),
+    indices = sorted(index for _, part in parts for index in part["task_indices"])
+    return {"version": MANIFEST_VERSION, "complete": len(indices) == num_tasks,
+            "num_tasks": num_tasks, "task_indices": indices,
             "instances": sum(shard["instances"] for shard in shards),
             "random_seed": first["random_seed"], "flags": first["flags"], "shards": shards}
 

@@ -135,12 +135,24 @@ def test_tasks_read_disjoint_files_and_manifests_list_their_shards(runs, count):
     assert not [name for name in state if name.startswith(".tmp")]
 
 
-def test_only_the_last_task_writes_the_data_sets_manifest(runs):
+def test_every_task_writes_the_data_sets_manifest_last(runs):
     _, _, stdout = runs
-    wrote = [index for index in range(3) if "all 3 tasks are done" in stdout[3, index]]
-    assert len(wrote) >= 1
-    assert "wrote" in stdout[1, 0] and "left to the last task" not in stdout[1, 0]
+    for index in range(3):
+        assert "wrote" in stdout[3, index] and "train.tfrecord.manifest.json" in stdout[3, index]
+    assert any("the data set is complete" in stdout[3, index] for index in range(3))
+    assert "wrote" in stdout[1, 0]
     assert not [name for name in os.listdir(runs[0] / "tasks-1") if ".task-" in name]
+
+
+def test_a_task_alone_writes_a_manifest_that_says_it_is_not_complete(runs, tmp_path):
+    _, pattern, _ = runs
+    _run(_command(pattern, tmp_path / "train.tfrecord", "--num_tasks=2", "--task_index=1"))
+    manifest = json.loads((tmp_path / "train.tfrecord.manifest.json").read_text())
+    assert not manifest["complete"] and manifest["task_indices"] == [1]
+    assert [shard["path"] for shard in manifest["shards"]] == [
+        name for name in sorted(os.listdir(tmp_path)) if name.endswith(".tfrecord")]
+    assert manifest["instances"] == sum(len(_raw(tmp_path / shard["path"]))
+                                        for shard in manifest["shards"])
 
 
 def test_rerun_of_a_finished_task_changes_nothing(runs):
