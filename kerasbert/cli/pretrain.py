@@ -71,9 +71,6 @@ def main(argv):
             f"--model={FLAGS.model} has no pooler; use --objective=full_sentences or doc_sentences")
     print(f"{strategy_summary(strategy)}; {FLAGS.model} ({_describe(config)})")
     electra = FLAGS.objective == "electra"
-    write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), pretraining_description(
-        config, None if electra else _HEADS[FLAGS.objective],
-        FLAGS.generator_ratio if electra else None, tokenizer_arguments()))
     with strategy.scope():
         if FLAGS.objective == "electra":
             model = ElectraPretrainer(config, generator_config(config, FLAGS.generator_ratio),
@@ -85,6 +82,10 @@ def main(argv):
         if FLAGS.init_checkpoint:
             _initialize(model, encoder, FLAGS.init_checkpoint)
         model.compile(optimizer=optimizer_from_flags())
+    # Written once the initial weights are known to fit, so a refused run leaves nothing behind.
+    write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), pretraining_description(
+        config, None if electra else _HEADS[FLAGS.objective],
+        FLAGS.generator_ratio if electra else None, tokenizer_arguments()))
     try:
         logs = train(model, strategy,
                      lambda context: pretraining_batches(tokenizer, FLAGS.objective, context),
@@ -117,8 +118,8 @@ def _initialize(model, encoder, path):
     if os.path.isfile(os.path.join(path, "config.json")):
         source = from_hf(path, encoder_only=True)
         if source.config != encoder.config.replace(use_pooler=source.config.use_pooler):
-            raise app.UsageError(f"--init_checkpoint {path}: its config {source.config} differs "
-                                 f"from the model's {encoder.config}")
+            raise ValueError(f"--init_checkpoint {path}: its config {source.config} differs "
+                             f"from the model's {encoder.config}")
         targets = {weight.path: weight for weight in encoder.weights}
         for weight in source.weights:
             targets[weight.path].assign(weight)

@@ -173,9 +173,13 @@ def write_tfrecord(path, records, compression=None):
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         if os.path.exists(temporary):
             os.unlink(temporary)
+        if isinstance(error, (tf.errors.ResourceExhaustedError, tf.errors.PermissionDeniedError)):
+            # TensorFlow's writer reports a full disk (ENOSPC) or a refused write this way.
+            raise OSError(f"{path}: could not be written ({error.message}); nothing was left "
+                          "there") from error
         raise
     return path
 

@@ -1,0 +1,1 @@
+"""Fault injection: kills, corrupt inputs, full and read-only disks, mismatched weights."""
