@@ -21,7 +21,7 @@ tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfigu
 import filelock  # noqa: E402
 import pytest  # noqa: E402
 
-from tests.helpers import demo_wordpiece_tokenizer  # noqa: E402
+from tests.helpers import demo_wordpiece_tokenizer, run_shared_folder  # noqa: E402
 
 _REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -47,9 +47,7 @@ def pretrained_tiny_bert_file(tmp_path_factory):
     pytest-xdist the first worker that needs it trains it into the run's shared temporary folder
     while holding a lock, and the other worker waits for it there.
     """
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # this run's folder, above each worker's own
+    shared = run_shared_folder(tmp_path_factory)
     path = shared / "pretrained_tiny_bert" / "pretraining_model.keras"
     with filelock.FileLock(str(shared / "pretrained_tiny_bert.lock")):
         if not path.exists():

@@ -1,5 +1,7 @@
 """Tiny configurations, inputs and Hugging Face reference checkpoints shared by the tests."""
 
+import os
+
 import numpy as np
 
 import kerasbert.data.demo
@@ -206,3 +208,11 @@ def assert_pretraining_outputs_match(model, reference, output_names, tolerance=1
             np.testing.assert_allclose(outputs[ours], want, rtol=0, atol=tolerance,
                                        err_msg=f"{type(reference).__name__} {ours}")
 
+
+def run_shared_folder(tmp_path_factory):
+    """The test run's temporary folder that every pytest-xdist worker shares (each worker's own
+    is below it), for what is made once per run under a file lock."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # this run's folder, above each worker's own
+    return shared

@@ -11,6 +11,7 @@ import filelock
 import pytest
 
 import kerasbert.data.demo
+from tests.helpers import run_shared_folder
 
 VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
 CORPUS = kerasbert.data.demo.pretraining_corpus_files()[0]
@@ -87,9 +88,7 @@ def results(tmp_path_factory):
     """Every case run at once (each process spends most of its few seconds importing TensorFlow);
     once per test run: under pytest-xdist the first worker runs them in the run's shared folder,
     holding a lock, and the other reads what they printed."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent
+    shared = run_shared_folder(tmp_path_factory)
     tmp_path = shared / "binary_errors"
     with filelock.FileLock(str(shared / "binary_errors.lock")):
         if not (tmp_path / "results.json").exists():

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 import kerasbert.data.demo
+from tests.helpers import run_shared_folder
 
 pytestmark = pytest.mark.slow  # seven runs of the binary, about a minute on two cores
 
@@ -51,9 +52,7 @@ def runs(tmp_path_factory):
     """The shipped demo corpus (its first 150 lines per file, 4 files) made into 4 shards by one
     process (--num_tasks=1, the default) and by 2 and 3 tasks, all at once. Made once per test run:
     under pytest-xdist the first worker makes it in the run's shared folder, holding a lock."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent
+    shared = run_shared_folder(tmp_path_factory)
     root = shared / "distributed_creation"
     with filelock.FileLock(str(shared / "distributed_creation.lock")):
         if not (root / "stdout.json").exists():

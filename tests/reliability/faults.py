@@ -14,6 +14,8 @@ import time
 
 import filelock
 
+from tests.helpers import run_shared_folder
+
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
 KILLS_PER_STAGE = 5
 FIGURES_FILE = "fault_figures.jsonl"
@@ -175,10 +177,7 @@ class KillChain:
 
 def figures_path(tmp_path_factory):
     """The session's figures file, shared by the pytest-xdist workers (their common folder)."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent
-    return shared / FIGURES_FILE
+    return run_shared_folder(tmp_path_factory) / FIGURES_FILE
 
 
 def record_figures(path, fault, injected, survived, data_lost):
