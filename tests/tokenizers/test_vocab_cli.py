@@ -37,7 +37,7 @@ def test_trains_a_loadable_vocabulary(tmp_path, kind, size, files):
 def test_bad_flags_are_named(tmp_path):
     result = _run(f"--input_files={tmp_path}/nothing*.txt", "--type=wordpiece", "--vocab_size=100",
                   f"--output_dir={tmp_path}")
-    assert result.returncode != 0 and "matched no file" in result.stderr
+    assert result.returncode != 0 and "no file matches" in result.stderr
     result = _run(f"--input_files={tmp_path}", "--type=gpt", "--vocab_size=100",
                   f"--output_dir={tmp_path}")
     assert result.returncode != 0 and "--type" in result.stderr
