@@ -1,6 +1,7 @@
 """Tiny configurations, inputs and Hugging Face reference checkpoints shared by the tests."""
 
 import os
+import time
 
 import numpy as np
 
@@ -216,3 +217,18 @@ def run_shared_folder(tmp_path_factory):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent  # this run's folder, above each worker's own
     return shared
+
+
+def finish_processes(processes, timeout_seconds):
+    """(exit status, output) of each of `processes` (started with `stdout=PIPE`, text); one still
+    running after `timeout_seconds` in all (a hung collective, say) is killed and fails the test."""
+    deadline = time.monotonic() + timeout_seconds
+    try:
+        outputs = [process.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
+                   for process in processes]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return [(process.returncode, output) for process, output in zip(processes, outputs)]

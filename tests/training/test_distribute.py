@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 import keras
 import numpy as np
@@ -17,6 +16,7 @@ import tensorflow as tf
 import kerasbert.zoo
 from kerasbert.training.distribute import (STRATEGIES, distribute_dataset, get_strategy,
                                            strategy_summary)
+from tests.helpers import finish_processes
 
 SUBPROCESS_TIMEOUT_SECONDS = 100
 
@@ -352,17 +352,9 @@ def _run_workers(tmp_path, communication):
              communication, str(WORKER_STEPS), str(WORKER_GLOBAL_BATCH)],
             env=_subprocess_env(TF_CONFIG=tf_config), cwd=tmp_path,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    deadline = time.monotonic() + SUBPROCESS_TIMEOUT_SECONDS  # a hung collective fails the test
-    try:
-        outputs = [worker.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
-                   for worker in workers]
-    finally:
-        for worker in workers:
-            if worker.poll() is None:
-                worker.kill()
-                worker.wait()
-    for index, (worker, output) in enumerate(zip(workers, outputs)):
-        assert worker.returncode == 0, f"worker {index} failed:\n{output[-4000:]}"
+    finished = finish_processes(workers, SUBPROCESS_TIMEOUT_SECONDS)  # a hung collective fails
+    for index, (status, output) in enumerate(finished):
+        assert status == 0, f"worker {index} failed:\n{output[-4000:]}"
     return [json.loads((tmp_path / f"worker{index}.json").read_text()) for index in range(2)]
 
 

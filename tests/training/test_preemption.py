@@ -23,6 +23,7 @@ import tensorflow as tf
 from kerasbert.data.tfrecords import serialize_instances, write_tfrecord
 from kerasbert.training.loop import UnreadableCheckpointError, restore_latest, train
 from kerasbert.training.preemption import PREEMPTED_EXIT_STATUS, TrainingPreempted
+from tests.helpers import finish_processes
 
 pytestmark = pytest.mark.slow
 
@@ -74,16 +75,7 @@ def _pretrain(model_dir, records, *flags, tf_config=None):
 
 def _finish(processes):
     """(exit status, output) of each process; a hung one fails the test."""
-    deadline = time.monotonic() + TIMEOUT_SECONDS
-    try:
-        outputs = [process.communicate(timeout=max(1.0, deadline - time.monotonic()))[0]
-                   for process in processes]
-    finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-    return [(process.returncode, output) for process, output in zip(processes, outputs)]
+    return finish_processes(processes, TIMEOUT_SECONDS)
 
 
 def _free_port():
