@@ -1,4 +1,4 @@
-"""The post-LayerNorm transformer block of BERT, RoBERTa, ALBERT and ELECTRA."""
+"""The post-LayerNorm transformer block of BERT, RoBERTa, ALBERT, ELECTRA and DistilBERT."""
 
 import keras
 
@@ -11,7 +11,8 @@ class TransformerLayer(keras.layers.Layer):
     """Self-attention and a feed-forward network, each followed by residual + LayerNorm.
 
     `x = LN(x + dropout(attention(x)))`, then
-    `x = LN(x + dropout(W2 act(W1 x)))`, as in the original BERT.
+    `x = LN(x + dropout(W2 act(W1 x)))`, as in the original BERT. DistilBERT has no dropout
+    on the attention output (`dropout_after_attention=False`): `x = LN(x + attention(x))`.
 
     With `queries` (`[batch, n, hidden]`: rows of `inputs`, e.g. gathered at
     the positions a pretraining head reads) the block computes only those
@@ -37,6 +38,7 @@ class TransformerLayer(keras.layers.Layer):
         dropout=0.0,
         attention_dropout=0.0,
         initializer_range=0.02,
+        dropout_after_attention=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -48,6 +50,7 @@ class TransformerLayer(keras.layers.Layer):
         self.dropout = dropout
         self.attention_dropout = attention_dropout
         self.initializer_range = initializer_range
+        self.dropout_after_attention = dropout_after_attention
         self.activation = get_activation(hidden_activation)
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
@@ -56,7 +59,8 @@ class TransformerLayer(keras.layers.Layer):
             num_heads, hidden_size, dropout=attention_dropout,
             initializer_range=initializer_range, dtype=policy, name="attention")
         self.attention_output_dropout = keras.layers.Dropout(
-            dropout, dtype=policy, name="attention_output_dropout")
+            dropout if dropout_after_attention else 0.0, dtype=policy,
+            name="attention_output_dropout")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
         self.intermediate = keras.layers.Dense(
@@ -99,5 +103,6 @@ class TransformerLayer(keras.layers.Layer):
             "dropout": self.dropout,
             "attention_dropout": self.attention_dropout,
             "initializer_range": self.initializer_range,
+            "dropout_after_attention": self.dropout_after_attention,
         })
         return config

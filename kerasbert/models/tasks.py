@@ -92,8 +92,10 @@ class TaskModel(BatchDictTraining, keras.Model):
     Heads follow `transformers` per family (`SUMMARY_HEADS`): BERT and ALBERT
     classify the pooled output; RoBERTa and ELECTRA the first token through
     dense -> tanh / GELU -> dense; multiple choice scores each choice's pooled
-    output (ELECTRA: first token, dense, GELU); tagging and spans are a dense
-    layer on every token. Outputs are float32 also under mixed precision.
+    output (ELECTRA: first token, dense, GELU); DistilBERT's classifiers read
+    the first token through dense -> ReLU -> dropout -> dense; tagging and spans
+    are a dense layer on every token (DistilBERT's span head after dropout).
+    Outputs are float32 also under mixed precision.
     `id2label` (label names) is part of the config and saved with the model.
 
     The encoder must have a pooler exactly when the head reads it;
@@ -187,8 +189,10 @@ class TaskModel(BatchDictTraining, keras.Model):
             outputs = {"logits": keras.ops.cast(
                 output_layer(head_dropout(encoder(encoder_inputs)["sequence_output"])), "float32")}
         else:
-            span_logits = keras.ops.cast(output_layer(encoder(encoder_inputs)["sequence_output"]),
-                                         "float32")
+            sequence_output = encoder(encoder_inputs)["sequence_output"]
+            if config.family == "distilbert":  # DistilBERT's span head has its own dropout first
+                sequence_output = head_dropout(sequence_output)
+            span_logits = keras.ops.cast(output_layer(sequence_output), "float32")
             outputs = {"start_logits": span_logits[..., 0], "end_logits": span_logits[..., 1]}
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 

@@ -253,3 +253,44 @@ def test_keras_round_trip_keeps_the_fixed_sinusoidal_table(tmp_path):
     np.testing.assert_allclose(loaded(inputs)["logits"], model(inputs)["logits"], rtol=0, atol=1e-6)
     assert len(loaded.trainable_weights) == len(model.trainable_weights)
     assert loaded.encoder.embeddings.position_embedding.trainable is False
+
+
+def test_training_dropout_sits_where_transformers_puts_it(tmp_path):
+    """DistilBERT drops out after the feed-forward network but not after attention (BERT drops
+    out after both). With the feed-forward output zeroed, a block in training mode is then
+    deterministic: ours must equal transformers' block in `train()` mode."""
+    reference = save_hf_model("DistilBertModel",
+                              hf_config("distilbert", hidden_dropout_prob=0.5), tmp_path)
+    with torch.no_grad():
+        reference.transformer.layer[0].ffn.lin2.weight.zero_()
+        reference.transformer.layer[0].ffn.lin2.bias.zero_()
+    reference.save_pretrained(tmp_path)
+    ours = kerasbert.convert.from_hf(tmp_path).get_layer("transformer_layer_0")
+    hidden = np.random.default_rng(0).normal(size=(2, 7, 32)).astype("float32")
+    mask = np.ones((2, 7), "int32")  # padding is tested above; the block's own mask format varies
+    reference.train()
+    with torch.no_grad():
+        expected = reference.transformer.layer[0](torch.tensor(hidden),
+                                                  attn_mask=torch.tensor(mask))
+    expected = (expected[0] if isinstance(expected, tuple) else expected).numpy()
+    for _ in range(3):  # several dropout draws: none may touch the attention output
+        np.testing.assert_allclose(ours(hidden, mask, training=True), expected, rtol=0,
+                                   atol=TOLERANCE)
+
+
+def test_span_head_drops_out_before_its_dense_layer():
+    """transformers' DistilBertForQuestionAnswering applies `qa_dropout` to the sequence output
+    (BERT's span head has no dropout): with the encoder's dropout off, training-mode logits vary
+    only where the head's dropout is."""
+    def span_logits(family, training):
+        keras.utils.set_random_seed(0)
+        config = kerasbert.zoo.get_config(
+            {"bert": "bert_tiny_uncased", "distilbert": "distilbert_base_uncased"}[family],
+            vocab_size=100, hidden_size=32, num_heads=2, intermediate_size=64, num_layers=2,
+            dropout=0.0, attention_dropout=0.0)
+        model = kerasbert.models.build_task_model(config, "question_answering", dropout=0.5)
+        inputs = random_inputs(config, batch=2, seq=9)
+        return model(inputs, training=training)["start_logits"]
+
+    np.testing.assert_array_equal(span_logits("bert", True), span_logits("bert", False))
+    assert np.abs(span_logits("distilbert", True) - span_logits("distilbert", False)).max() > 1e-3
