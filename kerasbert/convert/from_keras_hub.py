@@ -13,7 +13,10 @@ from kerasbert.models.encoder import build_encoder
 
 
 def from_keras_hub(preset_dir, with_tokenizer=False):
-    """Import a keras-hub `BertBackbone`, `RobertaBackbone`, `AlbertBackbone` or `ElectraBackbone`.
+    """Import a keras-hub BERT, RoBERTa, ALBERT, ELECTRA or DistilBERT backbone.
+
+    The backbone classes read are `BertBackbone`, `RobertaBackbone`,
+    `AlbertBackbone`, `ElectraBackbone` and `DistilBertBackbone`.
 
     `preset_dir` is a local folder written by keras-hub's
     `backbone.save_to_preset(preset_dir)` (or a task's, whose backbone is
@@ -27,7 +30,8 @@ def from_keras_hub(preset_dir, with_tokenizer=False):
       and ALBERT backbones always use the tanh approximation of GELU, so the
       encoder gets `hidden_activation="gelu_new"`, although the original
       BERT and ELECTRA checkpoints were trained with the exact (erf) GELU
-      that `from_hf` and the zoo presets use; RoBERTa keeps the exact `"gelu"`.
+      that `from_hf` and the zoo presets use; RoBERTa and DistilBERT keep the
+      exact `"gelu"`.
     - ELECTRA keeps keras-hub's pooler (`use_pooler=True`), which the
       original ELECTRA does not have.
     - RoBERTa gets kerasbert's usual RoBERTa layout: one token type row of
@@ -38,6 +42,9 @@ def from_keras_hub(preset_dir, with_tokenizer=False):
       position. With right padding, real tokens' outputs are keras-hub's;
       the outputs at padding positions differ (neither is meaningful), and
       with left padding the real tokens' positions differ too.
+    - DistilBERT is `EncoderConfig(family="distilbert")` with learned
+      positions, no segment embeddings (`segment_ids` are accepted and
+      ignored, keras-hub takes none) and no pooler, as keras-hub's.
 
     With `with_tokenizer=True` it returns `(encoder, tokenizer)`: the kerasbert
     tokenizer equal to the preset's keras-hub tokenizer (see

@@ -15,6 +15,7 @@ BACKBONE_FAMILIES = {
     "RobertaBackbone": "roberta",
     "AlbertBackbone": "albert",
     "ElectraBackbone": "electra",
+    "DistilBertBackbone": "distilbert",
 }
 
 # EncoderConfig field <- keras-hub backbone argument, per family.
@@ -31,10 +32,12 @@ CONFIG_KEYS = {
                "num_hidden_groups": "num_groups", "inner_group_num": "num_inner_repetitions"},
     "electra": {**_COMMON_KEYS, "vocab_size": "vocab_size", "embedding_size": "embedding_dim",
                 "max_positions": "max_sequence_length", "type_vocab_size": "num_segments"},
+    "distilbert": {**_COMMON_KEYS, "vocab_size": "vocabulary_size",
+                   "max_positions": "max_sequence_length"},
 }
 
 # The padding token of each family's keras-hub tokenizer (`[PAD]`, `<pad>`), when no tokenizer says.
-DEFAULT_PAD_TOKEN_IDS = {"bert": 0, "roberta": 1, "albert": 0, "electra": 0}
+DEFAULT_PAD_TOKEN_IDS = {"bert": 0, "roberta": 1, "albert": 0, "electra": 0, "distilbert": 0}
 
 # keras-hub's serialized feed-forward activations -> kerasbert `hidden_activation` names.
 ACTIVATIONS = {
@@ -134,7 +137,8 @@ def encoder_config_from_keras_hub(family, backbone_config, hidden_activation, la
     its layers use (`transformer_settings`). RoBERTa gets kerasbert's usual
     layout (one zero token type row, positions offset by `pad_token_id + 1`,
     see `keras_hub_names`); the pooler is kept exactly where keras-hub has
-    one, ELECTRA's included.
+    one, ELECTRA's included. DistilBERT keeps its own layout: learned
+    positions `0..seq-1`, no segment embeddings, no pooler.
     """
     missing = sorted(key for key in CONFIG_KEYS[family].values() if key not in backbone_config)
     if missing:

@@ -81,6 +81,8 @@ _POOLER = (("pooled_dense", "pooler/dense", DENSE),)
 # family -> rows of the embeddings, of one transformer layer, of the pooler; and the kerasbert
 # variables keras-hub has no counterpart for, filled with zeros (RoBERTa's single token type row:
 # adding zeros is what keras-hub's RoBERTa, which has no token type embedding, computes).
+# DistilBERT has neither token types nor pooler on either side; keras-hub keeps its token and
+# position tables in one layer.
 ENCODER_TABLES = {
     "bert": {"embeddings": _EMBEDDINGS, "layer": _transformer_layer("transformer_layer_{n}"),
              "pooler": _POOLER, "zeros": ()},
@@ -99,11 +101,19 @@ ENCODER_TABLES = {
                     ("embeddings_projection", "embeddings/projection", DENSE),),
                 "layer": _transformer_layer("transformer_layer_{n}"),
                 "pooler": _POOLER, "zeros": ()},
+    "distilbert": {"embeddings": (
+                       ("token_and_position_embedding/token_embedding",
+                        "embeddings/token_embedding", EMBEDDING),
+                       ("token_and_position_embedding/position_embedding",
+                        "embeddings/position_embedding", EMBEDDING),
+                       ("embeddings_layer_norm", "embeddings/layer_norm", LAYER_NORM)),
+                   "layer": _transformer_layer("transformer_layer_{n}"),
+                   "pooler": (), "zeros": ()},
 }
 
 
 def has_pooler(family):
-    """Whether keras-hub's backbone of `family` has the tanh pooler (all but RoBERTa's do)."""
+    """Whether keras-hub's `family` backbone has the tanh pooler (not RoBERTa's, DistilBERT's)."""
     return bool(ENCODER_TABLES[family]["pooler"])
 
 

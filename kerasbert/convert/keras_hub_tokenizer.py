@@ -3,9 +3,11 @@
 The kerasbert tokenizer gets the keras-hub tokenizer's vocabulary and the
 settings that change its ids, so both give the same ids for ordinary text:
 
-- `BertTokenizer`, `ElectraTokenizer` (WordPiece `vocabulary.txt`):
-  `WordPieceTokenizer` with keras-hub's `lowercase`, `strip_accents`,
-  `split_on_cjk` and `oov_token`.
+- `BertTokenizer`, `ElectraTokenizer`, `DistilBertTokenizer` (WordPiece
+  `vocabulary.txt`): `WordPieceTokenizer` with keras-hub's `lowercase`,
+  `strip_accents`, `split_on_cjk` and `oov_token`; DistilBERT's packs a
+  pair's second text with segment id 0, as it has no token types (keras-hub's
+  DistilBERT preprocessor gives no `segment_ids` at all).
 - `RobertaTokenizer` (byte-level BPE `vocabulary.json` + `merges.txt`):
   `BytePairTokenizer` with keras-hub's `add_prefix_space`.
 - `AlbertTokenizer` (SentencePiece `vocabulary.spm`): `SentencePieceTokenizer`
@@ -71,7 +73,7 @@ def _require(config, setting, expected, path):
             f"behaves as {setting}={expected!r})")
 
 
-def _wordpiece(assets, config, path):
+def _wordpiece(assets, config, path, second_segment_id=1):
     _require(config, "special_tokens_in_strings", False, path)
     _require(config, "suffix_indicator", "##", path)
     _require(config, "split", True, path)
@@ -80,7 +82,12 @@ def _wordpiece(assets, config, path):
         read_vocab_txt(vocabulary_path), lowercase=config.get("lowercase", False),
         strip_accents=config.get("strip_accents", False),
         split_cjk=config.get("split_on_cjk", True), unk_token=config.get("oov_token", "[UNK]"),
-        source=vocabulary_path)
+        second_segment_id=second_segment_id, source=vocabulary_path)
+
+
+def _wordpiece_without_segments(assets, config, path):
+    """DistilBERT's WordPiece tokenizer: every segment id is 0."""
+    return _wordpiece(assets, config, path, second_segment_id=0)
 
 
 def _byte_pair(assets, config, path):
@@ -102,6 +109,7 @@ def _sentence_piece(assets, config, path):
 _BUILDERS = {
     "BertTokenizer": _wordpiece,
     "ElectraTokenizer": _wordpiece,
+    "DistilBertTokenizer": _wordpiece_without_segments,
     "RobertaTokenizer": _byte_pair,
     "AlbertTokenizer": _sentence_piece,
 }

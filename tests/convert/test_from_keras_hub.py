@@ -34,12 +34,14 @@ SIZES = dict(num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=37, max_
 
 def _tokenizer(family):
     """The family's keras-hub tokenizer on the shipped demo vocabulary of its kind."""
-    if family in ("bert", "electra"):
+    if family in ("bert", "distilbert", "electra"):
         vocabulary = os.path.join(demo.vocabulary_dir("wordpiece"), "vocab.txt")
         tokenizer_class = {"bert": keras_hub.models.BertTokenizer,
+                           "distilbert": keras_hub.models.DistilBertTokenizer,
                            "electra": keras_hub.models.ElectraTokenizer}[family]
-        # BERT lower-cases (keeping accents, keras-hub's default), ELECTRA keeps the case.
-        return tokenizer_class(vocabulary=vocabulary, lowercase=family == "bert")
+        # BERT and DistilBERT lower-case (keeping accents, keras-hub's default), ELECTRA keeps
+        # the case.
+        return tokenizer_class(vocabulary=vocabulary, lowercase=family != "electra")
     if family == "roberta":
         directory = demo.vocabulary_dir("byte_pair")
         return keras_hub.models.RobertaTokenizer(
@@ -60,14 +62,17 @@ def _backbone(family, vocabulary_size):
         return keras_hub.models.AlbertBackbone(
             vocabulary_size=vocabulary_size, embedding_dim=16, num_groups=2,
             num_inner_repetitions=2, **dict(SIZES, num_layers=4))
+    if family == "distilbert":
+        return keras_hub.models.DistilBertBackbone(vocabulary_size=vocabulary_size, dropout=0.0,
+                                                   **SIZES)
     return keras_hub.models.ElectraBackbone(vocab_size=vocabulary_size, embedding_dim=16,
                                             dropout=0.0, **SIZES)
 
 
-FAMILIES = ("albert", "bert", "electra", "roberta")
+FAMILIES = ("albert", "bert", "distilbert", "electra", "roberta")
 # The activation keras-hub's layers apply, and the other GELU.
 KERAS_HUB_ACTIVATION = {"bert": "gelu_new", "electra": "gelu_new", "albert": "gelu_new",
-                        "roberta": "gelu"}
+                        "roberta": "gelu", "distilbert": "gelu"}
 OTHER_GELU = {"gelu": "gelu_new", "gelu_new": "gelu"}
 
 
@@ -174,13 +179,27 @@ def test_roberta_positions_start_past_the_zero_padding_row(presets, encoders):
     np.testing.assert_array_equal(table[:2], 0.0)
 
 
+def test_distilbert_has_no_segments_nor_pooler_and_ignores_segment_ids(presets, encoders):
+    """keras-hub's DistilBERT takes no segment ids; ours accepts them and ignores them."""
+    encoder = encoders["distilbert"]
+    config = encoder.config
+    assert (config.type_vocab_size, config.use_pooler, config.sinusoidal_positions,
+            config.position_offset, config.pad_token_id) == (0, False, False, 0, 0)
+    inputs = random_inputs(config, batch=2, seq=12, seed=1)
+    inputs["segment_ids"] = np.ones_like(inputs["token_ids"])
+    ours = np.asarray(encoder(inputs)["sequence_output"])
+    theirs = _keras_hub_outputs(presets["distilbert"][0], inputs)["sequence_output"]
+    assert float(np.abs(ours - theirs).max()) <= TOLERANCE
+
+
 TEXTS = ["The quick brown fox jumps over the lazy dog.",
          "Déjà vu: naïve café owners' résumés!",
          "Isn't it   3,000 dollars (or more)?"]
 SECOND_TEXTS = ["A list is sorted.", "Strings are immutable.", "x"]
 PREPROCESSORS = {"bert": keras_hub.models.BertTextClassifierPreprocessor,
                  "roberta": keras_hub.models.RobertaTextClassifierPreprocessor,
-                 "albert": keras_hub.models.AlbertTextClassifierPreprocessor}
+                 "albert": keras_hub.models.AlbertTextClassifierPreprocessor,
+                 "distilbert": keras_hub.models.DistilBertTextClassifierPreprocessor}
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -200,10 +219,12 @@ def test_tokenizer_matches_keras_hub(family, presets):
         preprocessor = PREPROCESSORS[family](keras_hub_tokenizer, sequence_length=length)
         # x= as a keyword: a positional tuple would be read as (x, y).
         expected = preprocessor(x=(tf.constant(TEXTS), tf.constant(SECOND_TEXTS)))
-        assert set(expected) <= set(packed)  # keras-hub's RoBERTa has no segment_ids
+        assert set(expected) <= set(packed)  # keras-hub's RoBERTa and DistilBERT: no segment_ids
         for name, value in expected.items():
             np.testing.assert_array_equal(np.asarray(packed[name]),
                                           np.asarray(value).astype("int32"), err_msg=name)
+        if "segment_ids" not in expected:  # their models take none: ours are all zero, pairs too
+            assert not np.asarray(packed["segment_ids"]).any()
 
 
 def test_a_preset_without_a_tokenizer_gives_the_encoder_only(presets, tmp_path):
@@ -257,10 +278,10 @@ def test_a_preset_without_weights_is_a_named_error(presets, tmp_path):
 
 
 def test_an_unsupported_backbone_names_its_class(tmp_path):
-    backbone = keras_hub.models.DistilBertBackbone(
-        vocabulary_size=20, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+    backbone = keras_hub.models.FNetBackbone(
+        vocabulary_size=20, num_layers=1, hidden_dim=8, intermediate_dim=16,
         max_sequence_length=8)
     backbone.save_to_preset(os.fspath(tmp_path))
     with pytest.raises(kerasbert.convert.UnsupportedArchitectureError,
-                       match="'DistilBertBackbone' is not supported"):
+                       match="'FNetBackbone' is not supported"):
         from_keras_hub(tmp_path)

@@ -11,8 +11,9 @@ checkpoint is made to fit keras-hub:
 
 - keras-hub's BERT and ELECTRA backbones always use the tanh approximation of
   GELU (`gelu_approximate`), whatever `hidden_act` says, so those checkpoints
-  use `hidden_act="gelu_new"` (HF's name for it). keras-hub's RoBERTa uses the
-  exact (erf) GELU, HF's default `"gelu"`; ALBERT is `"gelu_new"` everywhere.
+  use `hidden_act="gelu_new"` (HF's name for it). keras-hub's RoBERTa and
+  DistilBERT use the exact (erf) GELU, HF's default `"gelu"`; ALBERT is
+  `"gelu_new"` everywhere.
 - keras-hub's RoBERTa has no token type embedding, so the RoBERTa checkpoint's
   single token type row is zeroed, as in the real RoBERTa checkpoints.
 
@@ -36,9 +37,10 @@ TOLERANCE = 1e-5
 INITIALIZER_RANGE = 0.2
 
 # family -> (transformers class saved, from_hf's encoder_only, hf_config overrides, keras-hub class).
-# keras-hub's RoBERTa and ALBERT converters read the prefixed names of head checkpoints
-# (`roberta.`, `albert.`). Its ALBERT converter also reads the pooler, which `AlbertForMaskedLM`
-# lacks, so ALBERT is saved as `AlbertForPreTraining` (prefixed, with pooler).
+# keras-hub's RoBERTa, ALBERT and DistilBERT converters read the prefixed names of head
+# checkpoints (`roberta.`, `albert.`, `distilbert.`). Its ALBERT converter also reads the pooler,
+# which `AlbertForMaskedLM` lacks, so ALBERT is saved as `AlbertForPreTraining` (prefixed, with
+# pooler).
 FAMILIES = {
     "bert": ("BertModel", False, dict(hidden_act="gelu_new"), "BertBackbone"),
     "roberta": ("RobertaForMaskedLM", True, {}, "RobertaBackbone"),
@@ -46,6 +48,7 @@ FAMILIES = {
                dict(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2), "AlbertBackbone"),
     "electra": ("ElectraModel", False, dict(hidden_act="gelu_new", embedding_size=16),
                 "ElectraBackbone"),
+    "distilbert": ("DistilBertForMaskedLM", True, {}, "DistilBertBackbone"),
 }
 
 # Only at non-padding positions for RoBERTa: keras-hub numbers every position 0..seq-1 (+ the
@@ -191,9 +194,9 @@ def test_encoder_matches_keras_hub(family, tmp_path):
                                        inputs["padding_mask"])
     assert sequence_diff <= TOLERANCE, f"{family}: sequence_output differs by {sequence_diff:.3g}"
 
-    # Pooled outputs where both sides have one: kerasbert has none for ELECTRA (nor for a
-    # checkpoint without pooler weights, like RobertaForMaskedLM), keras-hub has none for
-    # RoBERTa, and keras-hub's ELECTRA pooler has no Hugging Face counterpart.
+    # Pooled outputs where both sides have one: kerasbert has none for ELECTRA and DistilBERT
+    # (nor for a checkpoint without pooler weights, like RobertaForMaskedLM), keras-hub has none
+    # for RoBERTa and DistilBERT, and keras-hub's ELECTRA pooler has no Hugging Face counterpart.
     expect_pooled = family in ("bert", "albert")
     assert ("pooled_output" in ours and "pooled_output" in theirs) == expect_pooled
     if expect_pooled:
