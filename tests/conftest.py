@@ -36,6 +36,59 @@ def demo_tokenizer():
     return demo_wordpiece_tokenizer()
 
 
+def _tiny_bert_paths(shared):
+    """(model file, lock file) of the session's pretrained tiny BERT in the run's shared folder."""
+    return (shared / "pretrained_tiny_bert" / "pretraining_model.keras",
+            shared / "pretrained_tiny_bert.lock")
+
+
+def _tiny_bert_command(*paths):
+    return [sys.executable, "-m", "tests.pretrain_tiny_bert", *map(str, paths)]
+
+
+_background_training = None
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Order the run for two workers, and start the tiny BERT's pretraining at once.
+
+    Slow modules go first and the many quick ones last, so that the two workers end together
+    (pytest.ini turns off xdist's own reordering, which puts modules with many tests first and
+    so left the few-test, minutes-long modules for the end); the modules that use
+    `pretrained_tiny_bert_file` go after the other slow ones, and one process (the first
+    worker) starts that model's pretraining in the background now, so it is ready when they
+    need it. Every worker collects and so orders the same items.
+    """
+    def rank(item):
+        slow = item.get_closest_marker("slow") is not None
+        return (0 if slow and "pretrained_tiny_bert_file" not in item.fixturenames
+                else 1 if slow else 2)
+
+    module_rank = {}
+    for item in items:
+        module_rank[item.module] = min(module_rank.get(item.module, 2), rank(item))
+    items.sort(key=lambda item: module_rank[item.module])  # stable: file order within a rank
+
+    global _background_training
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0" or not any(
+            "pretrained_tiny_bert_file" in item.fixturenames for item in items):
+        return
+    path, lock = _tiny_bert_paths(run_shared_folder(session.config._tmp_path_factory))
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.parent / "background_training.log", "w") as log:
+            _background_training = subprocess.Popen(
+                _tiny_bert_command(path, lock), cwd=_REPOSITORY, stdout=log, stderr=log)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Let the background pretraining finish for the other worker, unless the run was cut short."""
+    if _background_training is not None and _background_training.poll() is None:
+        if session.shouldstop or session.shouldfail or exitstatus == pytest.ExitCode.INTERRUPTED:
+            _background_training.kill()
+        _background_training.wait()
+
+
 @pytest.fixture(scope="session")
 def pretrained_tiny_bert_file(tmp_path_factory):
     """A tiny BERT pretraining model (MLM + NSP) after `PRETRAINING_STEPS` steps of 32 x 64
@@ -43,14 +96,15 @@ def pretrained_tiny_bert_file(tmp_path_factory):
 
     Load a fresh copy with `keras.saving.load_model` in each test: fine-tuning one must not
     change what another test sees. Trained once per test run, in a fresh process
-    (tests/pretrain_tiny_bert.py) so that it does not depend on the tests run before it: under
-    pytest-xdist the first worker that needs it trains it into the run's shared temporary folder
-    while holding a lock, and the other worker waits for it there.
+    (tests/pretrain_tiny_bert.py) so that it does not depend on the tests run before it: the
+    session starts it in the background (`pytest_collection_modifyitems`), holding a lock in
+    the run's shared temporary folder; the fixture waits for that lock and, should the model
+    still be missing (the background run failed), trains it itself, showing the error.
     """
-    shared = run_shared_folder(tmp_path_factory)
-    path = shared / "pretrained_tiny_bert" / "pretraining_model.keras"
-    with filelock.FileLock(str(shared / "pretrained_tiny_bert.lock")):
+    path, lock = _tiny_bert_paths(run_shared_folder(tmp_path_factory))
+    if _background_training is not None:  # started by this process: let it take the lock first
+        _background_training.wait()
+    with filelock.FileLock(str(lock)):
         if not path.exists():
-            subprocess.run([sys.executable, "-m", "tests.pretrain_tiny_bert", str(path)],
-                           cwd=_REPOSITORY, check=True)
+            subprocess.run(_tiny_bert_command(path), cwd=_REPOSITORY, check=True)
     return path

@@ -1,24 +1,32 @@
 """Train the session's tiny BERT (see `pretrained_tiny_bert_file` in tests/conftest.py).
 
-Run in a fresh process, `python -m tests.pretrain_tiny_bert OUTPUT.keras`, so that the model
-does not depend on which tests ran before it in a pytest worker (random-generator state,
-traced functions): every run of the suite trains the same model.
+Run in a fresh process, `python -m tests.pretrain_tiny_bert OUTPUT.keras [LOCK]`, so that the
+model does not depend on which tests ran before it in a pytest worker (random-generator state,
+traced functions): every run of the suite trains the same model. With LOCK (a file-lock path) it
+trains only if OUTPUT is still missing once it holds the lock: that is how the test session
+starts it in the background while the fixture may be waiting for it.
 """
 
 import os
 import sys
 
-import keras
-
-import kerasbert
-from kerasbert.training import create_optimizer
-from tests.helpers import (PRETRAINING_LEARNING_RATE, PRETRAINING_SEED, PRETRAINING_STEPS,
-                           STEPS_PER_EXECUTION, demo_pretraining_dataset,
-                           demo_wordpiece_tokenizer, tiny_demo_config)
+import filelock
 
 
 def pretrain_tiny_bert(path):
-    """`PRETRAINING_STEPS` steps of MLM + NSP, AdamW with 10% warm-up, saved to `path`."""
+    """`PRETRAINING_STEPS` steps of MLM + NSP, AdamW with 10% warm-up, saved to `path`.
+
+    TensorFlow is imported here, not at the top: loading it takes seconds, and the lock (see
+    the module's docstring) must be taken before that, as soon as the session starts us.
+    """
+    import keras
+
+    import kerasbert
+    from kerasbert.training import create_optimizer
+    from tests.helpers import (PRETRAINING_LEARNING_RATE, PRETRAINING_SEED, PRETRAINING_STEPS,
+                               STEPS_PER_EXECUTION, demo_pretraining_dataset,
+                               demo_wordpiece_tokenizer, tiny_demo_config)
+
     tokenizer = demo_wordpiece_tokenizer()
     keras.utils.set_random_seed(PRETRAINING_SEED)
     model = kerasbert.models.build_pretraining_model(
@@ -36,4 +44,9 @@ def pretrain_tiny_bert(path):
 
 
 if __name__ == "__main__":
-    pretrain_tiny_bert(sys.argv[1])
+    if len(sys.argv) > 2:
+        with filelock.FileLock(sys.argv[2]):
+            if not os.path.exists(sys.argv[1]):
+                pretrain_tiny_bert(sys.argv[1])
+    else:
+        pretrain_tiny_bert(sys.argv[1])
