@@ -1,6 +1,7 @@
 """Test-wide set-up: quiet TensorFlow logs, no hub access, two logical CPU devices for distribution
 tests, and the session's one pretrained tiny BERT."""
 
+import collections
 import os
 import subprocess
 import sys
@@ -59,14 +60,17 @@ def pytest_collection_modifyitems(session, config, items):
     worker) starts that model's pretraining in the background now, so it is ready when they
     need it. Every worker collects and so orders the same items.
     """
-    def rank(item):
-        slow = item.get_closest_marker("slow") is not None
-        return (0 if slow and "pretrained_tiny_bert_file" not in item.fixturenames
-                else 1 if slow else 2)
-
-    module_rank = {}
+    module_items = collections.defaultdict(list)
     for item in items:
-        module_rank[item.module] = min(module_rank.get(item.module, 2), rank(item))
+        module_items[item.module].append(item)
+
+    def rank(module_items):
+        """0: slow, without the tiny BERT; 1: slow, with it in any test; 2: quick."""
+        if not any(item.get_closest_marker("slow") for item in module_items):
+            return 2
+        return int(any("pretrained_tiny_bert_file" in item.fixturenames for item in module_items))
+
+    module_rank = {module: rank(tests) for module, tests in module_items.items()}
     items.sort(key=lambda item: module_rank[item.module])  # stable: file order within a rank
 
     global _background_training
