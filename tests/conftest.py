@@ -64,11 +64,11 @@ def pytest_collection_modifyitems(session, config, items):
     for item in items:
         module_items[item.module].append(item)
 
-    def rank(module_items):
+    def rank(tests):
         """0: slow, without the tiny BERT; 1: slow, with it in any test; 2: quick."""
-        if not any(item.get_closest_marker("slow") for item in module_items):
+        if not any(test.get_closest_marker("slow") for test in tests):
             return 2
-        return int(any("pretrained_tiny_bert_file" in item.fixturenames for item in module_items))
+        return int(any("pretrained_tiny_bert_file" in test.fixturenames for test in tests))
 
     module_rank = {module: rank(tests) for module, tests in module_items.items()}
     items.sort(key=lambda item: module_rank[item.module])  # stable: file order within a rank
