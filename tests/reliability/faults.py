@@ -134,11 +134,13 @@ class KillChain:
     run will start). After each kill, `after_kill()` records what the folder holds. A run that
     finishes before its kill (a loaded machine makes timings drift) is checked with
     `finished_ok()`, then `reset()` empties the folder and the next plan starts over; without
-    `reset` such a run is a problem. Give more plans than `kills` for that case.
+    `reset` such a run is a problem. Give more plans than `kills` for that case. A kill that
+    came after the output was complete (`complete()` holds after it; a command that refuses
+    to overwrite its output needs this) is counted, and `reset()` then empties the folder.
     """
 
     def __init__(self, command, log_dir, plans, after_kill=lambda: None, kills=KILLS_PER_STAGE,
-                 reset=None, finished_ok=lambda: True):
+                 reset=None, finished_ok=lambda: True, complete=lambda: False):
         self.killed, self.left, self.finished_early = [], [], []
         self.kills = kills
         for index, plan in enumerate(plans):
@@ -148,6 +150,8 @@ class KillChain:
             if result.killed or reset is None:
                 self.killed.append(result)
                 self.left.append(after_kill())
+                if result.killed and reset is not None and complete():
+                    reset()
             else:
                 self.finished_early.append((result, result.returncode == 0 and finished_ok()))
                 reset()
