@@ -31,7 +31,6 @@ is written empty, with a warning.
         --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5 --num_shards=8
 """
 
-import itertools
 import os
 import time
 
@@ -112,13 +111,10 @@ def main(argv):
             print(f"{paths[index]} is complete; skipped")
             continue
         batches = _shard_batches(files, tokenizer, masker, index, len(paths), stats)
-        before = stats.as_dict()
-        records = _records(batches, summary, bar)
-        first = next(records, None)
-        if first is None:
-            _check_empty_shard(paths[index], files, index, before, stats.as_dict())
-        write_tfrecord(paths[index], itertools.chain([first] if first is not None else [], records),
-                       compression=_compression())
+        records = _checked_not_empty(_records(batches, summary, bar), paths[index], files, index,
+                                     stats)
+        # The shard's temporary file exists from the start of its work (a kill leaves only it).
+        write_tfrecord(paths[index], records, compression=_compression())
         summary.shards_built += 1
     print()
     shard_inputs = {paths[index]: _shard_files(files, index, len(paths))[0]
@@ -182,6 +178,17 @@ def _shard_files(files, index, count):
     if len(files) >= count:
         return files[index::count], None
     return files, (index, count)
+
+
+def _checked_not_empty(records, path, files, index, stats):
+    """`records` (batches), then, if there were none, what `_check_empty_shard` says."""
+    before = stats.as_dict()
+    empty = True
+    for batch in records:
+        empty = False
+        yield batch
+    if empty:
+        _check_empty_shard(path, files, index, before, stats.as_dict())
 
 
 def _check_empty_shard(path, files, index, before, after):
