@@ -39,6 +39,9 @@ def outcome(tmp_path_factory, figures):
         **{("start", name): appears(root / "reference" / f".tmp-{name}-*") for name in shards},
         **{("end", name): appears(root / "reference" / name) for name in shards}})
     expected = _shards(root / "reference")
+    missed = [(edge, name) for edge in ("start", "end") for name in shards
+              if (edge, name) not in reference.events]
+    assert not missed, f"not seen during the reference run: {missed}\n{reference.describe()}"
     # A rerun keeps the finished shards: the first kills fall while the first shard is being
     # written (it is never finished), the others while the second one is (the first rerun
     # aimed at it finishes the first); each at a seeded random fraction of that shard's time.
