@@ -8,6 +8,14 @@ import sys
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# One thread per TensorFlow op and per PyTorch / OpenMP op, in the workers and in every process
+# they start (the variables are inherited): two workers, each with op pools as wide as the
+# machine, plus the background pretraining, oversubscribe the two cores. Two concurrent fits of
+# the tiny BERT took 52-55 s with TensorFlow's default pools and 33 s with one thread each (one
+# alone: 20.5 s and 16.4 s); the four Hugging Face parity modules on two workers, 24-25 s with
+# PyTorch's default threads and 21 s with one.
+os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 # transformers' `from_pretrained` is only ever given local directories the tests wrote; offline
 # mode makes any attempt to reach the Hugging Face hub fail instead of downloading.
 os.environ["HF_HUB_OFFLINE"] = "1"
