@@ -18,7 +18,7 @@ setup(
     name="kerasbert",
     version=VERSION,
     description="Keras 3 / TensorFlow models, data pipelines, training and export for BERT, "
-                "RoBERTa, ALBERT and ELECTRA.",
+                "RoBERTa, ALBERT, ELECTRA and DistilBERT.",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10,<3.13",

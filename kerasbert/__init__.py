@@ -1,4 +1,5 @@
-"""kerasbert: Keras 3 / TensorFlow models, data and export tools for BERT, RoBERTa, ALBERT and ELECTRA."""
+"""kerasbert: Keras 3 / TensorFlow models, data and export tools for BERT, RoBERTa, ALBERT, ELECTRA
+and DistilBERT."""
 
 __version__ = "0.1.0"
 
