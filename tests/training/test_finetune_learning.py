@@ -16,7 +16,8 @@ learning rate is the best of 5e-4, 1e-3 and 2e-3 for the from-scratch arm (test 
 0.34, 0.18 in development), so the gap is not an artefact of a rate that starves the baseline.
 
 Measured on the 2-core machine (test split, fine-tuning seed 0; about 8.5 minutes with the
-pretraining): pretrained MCC 0.433, accuracy 0.470; from scratch MCC 0.340, accuracy 0.382.
+pretraining): pretrained MCC 0.411, accuracy 0.449; from scratch MCC 0.342, accuracy 0.383
+(0.433 / 0.470 against 0.340 / 0.382 with the pretrained model of an earlier pretraining set-up).
 Pretraining on all four shards instead gave 0.403 / 0.441 against the same 0.341 / 0.384, and
 fine-tuning seed 1 0.400 / 0.439 against 0.344 / 0.386: the gap moved between 0.06 and 0.09 MCC.
 The margin asserted, 0.03 in both MCC and accuracy, is half the smallest gap seen.
