@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 import tensorflow as tf
 
+from kerasbert.atomic_files import TemporarySibling
 from kerasbert.export import cases as cases_module
 from kerasbert.export import report as report_module
 from kerasbert.export.compare import (AGREEMENT_THRESHOLD, FLOAT32_TOLERANCE, agreement,
@@ -80,9 +81,8 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     if "int8" in quantize:
         maker.calibration_inputs()  # refuses early when there is no tokenizer
 
-    parent = os.path.dirname(output_dir)
-    os.makedirs(parent, exist_ok=True)
-    work_dir = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(output_dir)}.partial-")
+    work = TemporarySibling(output_dir, "partial", folder=True)  # and a killed run's removed
+    work_dir = work.path
     try:
         build = _Build(model, tokenizer, maker, work_dir, max_seq_length)
         if "saved_model" in formats:
@@ -97,11 +97,9 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
         report = report_module.make_report(model, tokenizer, build, max_seq_length, OPSET)
         report_module.write_report(os.path.join(work_dir, REPORT_FILE), report)
         shutil.rmtree(build.scratch)
-        if os.path.isdir(output_dir):
-            os.rmdir(output_dir)
-        os.rename(work_dir, output_dir)
+        work.publish()  # over an empty output_dir too
     except BaseException:
-        shutil.rmtree(work_dir, ignore_errors=True)
+        work.discard()
         raise
     return report
 

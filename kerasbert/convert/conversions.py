@@ -6,11 +6,10 @@ Targets: a Hugging Face folder (`to_hf`) or a `.keras` file.
 """
 
 import os
-import shutil
-import tempfile
 
 import keras
 
+from kerasbert.atomic_files import atomic_path
 from kerasbert.convert.from_google import from_google, is_checkpoint_prefix
 from kerasbert.convert.from_hf import from_hf
 from kerasbert.convert.from_keras_hub import from_keras_hub
@@ -96,13 +95,6 @@ def convert(input_path, output_path, input_format="auto", output_format="auto",
 
 
 def _save_keras(model, path):
-    """`model.save(path)` through a temporary file beside it, renamed when complete."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    scratch = tempfile.mkdtemp(dir=directory, prefix=".convert-")
-    try:
-        temporary = os.path.join(scratch, os.path.basename(path))
+    """`model.save(path)` in a temporary folder beside it, the file renamed when complete."""
+    with atomic_path(path, kind="convert") as temporary:
         model.save(temporary)
-        os.replace(temporary, path)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)

@@ -2,12 +2,11 @@
 
 import json
 import os
-import shutil
-import tempfile
 
 import numpy as np
 import safetensors.numpy
 
+from kerasbert.atomic_files import TemporarySibling
 from kerasbert.convert.from_hf import (ENCODER_ARCHITECTURES, PRETRAINING_ARCHITECTURES,
                                        TASK_ARCHITECTURES)
 from kerasbert.convert.hf_config import BASE_MODEL_PREFIX
@@ -88,20 +87,12 @@ def to_hf(model, directory, tokenizer=None):
     files["config.json"] = json.dumps(config_json, indent=2, sort_keys=True) + "\n"
     tensors = _tensors(model, name_map)
 
-    parent = os.path.dirname(directory)
-    os.makedirs(parent, exist_ok=True)
-    temporary = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(directory)}.tmp-")
-    try:
-        safetensors.numpy.save_file(tensors, os.path.join(temporary, "model.safetensors"),
+    with TemporarySibling(directory, folder=True) as temporary:
+        safetensors.numpy.save_file(tensors, os.path.join(temporary.path, "model.safetensors"),
                                     metadata={"format": "pt"})
         for name, content in files.items():
-            with open(os.path.join(temporary, name), "wb") as file:
+            with open(os.path.join(temporary.path, name), "wb") as file:
                 file.write(content.encode("utf-8") if isinstance(content, str) else content)
-        os.chmod(temporary, 0o777 & ~_umask())
-        os.replace(temporary, directory)
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
     return directory
 
 
@@ -199,9 +190,3 @@ def _check_tokenizer(tokenizer, config):
             f"The tokenizer pads with id {tokenizer.pad_token_id} "
             f"({tokenizer.special_tokens['pad']!r}), the model's pad_token_id is "
             f"{config.pad_token_id}")
-
-
-def _umask():
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -10,9 +10,10 @@ Files are written atomically: a file at its final name is always complete.
 """
 
 import os
-import tempfile
 
 import tensorflow as tf
+
+from kerasbert.atomic_files import TemporarySibling
 
 GOOGLE_FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
                         "masked_lm_weights", "next_sentence_labels")
@@ -146,9 +147,10 @@ def _record_bytes(records):
 def write_tfrecord(path, records, compression=None):
     """Write serialized `records` (bytes, or batches of them) to the TFRecord file `path`, atomically.
 
-    The records go to a temporary file in the same directory, renamed to `path` only once it is
-    completely written; if anything fails (or the writer is interrupted) the temporary file is removed
-    and `path` is left untouched. `compression` is None/"" or "GZIP". Returns `path`.
+    The records go to a temporary file in the same directory (`kerasbert.atomic_files`), renamed
+    to `path` only once it is completely written and fsynced; if anything fails (or the writer is
+    interrupted) the temporary file is removed and `path` is left untouched. `compression` is
+    None/"" or "GZIP". Returns `path`.
 
     Example:
     >>> import os, tempfile
@@ -159,23 +161,15 @@ def write_tfrecord(path, records, compression=None):
     [b'first', b'second']
     """
     compression_type = _compression_type(compression)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".tmp-{os.path.basename(path)}-")
-    os.close(handle)
+    # Created (and a killed run's leftover for `path` removed) before the first record is made.
+    temporary = TemporarySibling(path)
     try:
-        with tf.io.TFRecordWriter(temporary, options=compression_type) as writer:
+        with tf.io.TFRecordWriter(temporary.path, options=compression_type) as writer:
             for record in _record_bytes(records):
                 writer.write(record)
-        with open(temporary, "rb") as file:
-            os.fsync(file.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
+        temporary.publish()
     except BaseException as error:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+        temporary.discard()
         if isinstance(error, (tf.errors.ResourceExhaustedError, tf.errors.PermissionDeniedError)):
             # TensorFlow's writer reports a full disk (ENOSPC) or a refused write this way.
             raise OSError(f"{path}: could not be written ({error.message}); nothing was left "

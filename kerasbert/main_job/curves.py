@@ -10,6 +10,8 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from kerasbert.atomic_files import atomic_path  # noqa: E402
+
 ARMS = ("pretrained", "from_scratch")
 
 
@@ -51,9 +53,9 @@ def draw_curves(run_dir, path):
     for arm, (_, dev) in finetuning.items():
         _plot(dev_axis, dev, ("accuracy",), "fine-tuning dev accuracy (per epoch)", label=arm,
               marker="o")
-    figure.savefig(path + ".tmp.png", dpi=90)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=90)
     plt.close(figure)
-    os.replace(path + ".tmp.png", path)
     return path
 
 

@@ -23,11 +23,15 @@ def _run(*flags):
     ("sentence_piece", 600, ["spiece.model"]),
 ])
 def test_trains_a_loadable_vocabulary(tmp_path, kind, size, files):
+    """Also: what a killed run left beside each file is removed, a look-alike name is kept."""
+    for name in files:
+        (tmp_path / f".tmp-{name}-0a1b2c3d").write_text("half-written")
+        (tmp_path / f".tmp-{name}-draft").write_text("the user's")
     shard = demo.pretraining_corpus_files()[0]
     result = _run(f"--input_files={shard}", f"--type={kind}", f"--vocab_size={size}",
                   f"--output_dir={tmp_path}")
     assert result.returncode == 0, result.stderr
-    assert sorted(os.listdir(tmp_path)) == sorted(files)
+    assert sorted(os.listdir(tmp_path)) == sorted(files + [f".tmp-{name}-draft" for name in files])
     assert "/" in result.stdout and "line" in result.stdout  # the progress bar's count and unit
     tokenizer = from_hf(tmp_path)
     assert 100 < tokenizer.vocabulary_size() <= size
