@@ -2,7 +2,6 @@
 raw-text TFLite file (`model_text.tflite`, as a phone runs it) and the SavedModel's
 `serve_text` (as TF Serving runs it). What `kerasbert-classify` calls."""
 
-import json
 import os
 
 import numpy as np
@@ -11,6 +10,7 @@ from kerasbert.export.artifact_runner import saved_model_runner, tflite_runner
 from kerasbert.export.errors import ExportError
 from kerasbert.export.exporter import REPORT_FILE, TEXT_TFLITE_FILE
 from kerasbert.export.text_tflite import SIGNATURE_KEY, TEXT_INPUT
+from kerasbert.json_files import read_json_file
 
 RUNTIMES = ("tflite", "saved_model")
 
@@ -27,8 +27,7 @@ def read_report(export_dir):
     path = os.path.join(export_dir, REPORT_FILE)
     if not os.path.isfile(path):
         raise ExportError(f"{path}: no such file; {export_dir} is not a kerasbert-export folder")
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
+    return read_json_file(path, "a kerasbert-export report")
 
 
 def label_names(export_dir):

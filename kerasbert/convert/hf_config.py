@@ -1,9 +1,9 @@
 """Hugging Face `config.json` -> `EncoderConfig`."""
 
-import json
 import os
 
 from kerasbert.config import EncoderConfig
+from kerasbert.json_files import JsonFileError, read_json_file
 
 BASE_MODEL_PREFIX = {"bert": "bert", "roberta": "roberta", "albert": "albert", "electra": "electra",
                      "distilbert": "distilbert"}
@@ -31,10 +31,9 @@ def read_hf_config(directory):
     if not os.path.exists(path):
         raise HFConfigError(f"{directory!r} has no config.json")
     try:
-        with open(path, encoding="utf-8") as file:
-            return json.load(file)
-    except json.JSONDecodeError as error:
-        raise HFConfigError(f"{path}: invalid JSON ({error})") from None
+        return read_json_file(path, "a Hugging Face config")
+    except JsonFileError as error:
+        raise HFConfigError(str(error)) from None
 
 
 def encoder_config_from_hf(hf_config, source="config.json"):

@@ -27,6 +27,7 @@ import os
 import tensorflow as tf
 
 from kerasbert.atomic_files import write_atomically
+from kerasbert.json_files import read_json_file
 
 MANIFEST_VERSION = 1
 _CHUNK_BYTES = 1 << 20
@@ -105,12 +106,9 @@ def write_manifest(path, manifest):
 
 
 def read_manifest(path):
-    """The manifest at `path`; a ValueError naming the file if it is not a manifest."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            manifest = json.load(file)
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path} is not a data set manifest: {error}") from None
-    if not isinstance(manifest, dict) or manifest.get("version") != MANIFEST_VERSION:
+    """The manifest at `path`; a ValueError naming the file if it is not a manifest (and the
+    field, if one is missing when read)."""
+    manifest = read_json_file(path, "a data set manifest")
+    if manifest.get("version") != MANIFEST_VERSION:
         raise ValueError(f"{path} is not a version {MANIFEST_VERSION} data set manifest")
     return manifest

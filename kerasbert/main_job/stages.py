@@ -7,13 +7,13 @@ the runner writes to `flags/<stage>.flags` in the run directory (rerun one stage
 """
 
 import dataclasses
-import json
 import os
 from typing import Callable
 
 import tensorflow as tf
 
 from kerasbert.data import demo
+from kerasbert.json_files import read_json_file
 from kerasbert.main_job.curves import read_scalars
 
 TASK = "wordnet_gloss"
@@ -173,8 +173,7 @@ def plan(run_dir, settings):
 
 
 def _read_json(path):
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
+    return read_json_file(path, f"a {os.path.basename(path)}", expected=None)
 
 
 def _vocabulary_metric(run_dir):

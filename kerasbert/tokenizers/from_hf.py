@@ -1,8 +1,8 @@
 """`from_hf`: the right kerasbert tokenizer for a local Hugging Face tokenizer directory."""
 
-import json
 import os
 
+from kerasbert.json_files import JsonFileError, read_json_file
 from kerasbert.tokenizers.base import VocabularyError, vocabulary_from_ids
 from kerasbert.tokenizers.byte_pair import BytePairTokenizer
 from kerasbert.tokenizers.sentence_piece import (DIGIT_COMMA_PENALTY, SentencePieceTokenizer,
@@ -159,7 +159,6 @@ def _special_tokens(config):
 def _read_json(directory, name):
     path = os.path.join(directory, name)
     try:
-        with open(path, encoding="utf-8") as file:
-            return json.load(file)
-    except json.JSONDecodeError as error:
-        raise VocabularyError(f"{path}: invalid JSON ({error})") from None
+        return read_json_file(path, f"a Hugging Face {name}")
+    except JsonFileError as error:
+        raise VocabularyError(str(error)) from None

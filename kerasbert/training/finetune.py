@@ -24,8 +24,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kerasbert.atomic_files import write_atomically
+from kerasbert.atomic_files import atomic_path, remove_stale_siblings, write_atomically
 from kerasbert.convert import from_hf
+from kerasbert.json_files import read_json_file
 from kerasbert.data.service import DISTRIBUTED_EPOCH, distribute
 from kerasbert.models.tasks import TaskModel, build_task_model
 from kerasbert.training.distillation.students import copy_heads, student_encoder
@@ -167,6 +168,7 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
                   distillation=None):
     """One seed's run (see the module docstring); returns its `eval_results.json` content."""
     os.makedirs(model_dir, exist_ok=True)
+    remove_stale_siblings(os.path.join(model_dir, MODEL_FILE))  # a killed run's half-saved model
     train_examples = task.read(files.train, "train")[:settings.max_train_examples]
     dev_sets = [(path, task.read(path, "dev")) for path in files.dev]
     settings = dataclasses.replace(settings, labels=settings.labels or
@@ -334,9 +336,8 @@ def _keep_best(model, model_dir, entry):
     epoch_dir = os.path.join(model_dir, "epochs", f"epoch_{entry['epoch']}")
     for name in os.listdir(epoch_dir):
         shutil.copyfile(os.path.join(epoch_dir, name), os.path.join(model_dir, name))
-    temporary = os.path.join(model_dir, ".tmp-" + MODEL_FILE)
-    model.save(temporary)
-    os.replace(temporary, os.path.join(model_dir, MODEL_FILE))
+    with atomic_path(os.path.join(model_dir, MODEL_FILE)) as temporary:
+        model.save(temporary)
     write_json(os.path.join(model_dir, EVAL_RESULTS), entry)
 
 
@@ -344,8 +345,7 @@ def _read_history(model_dir):
     path = os.path.join(model_dir, EVAL_HISTORY)
     if not os.path.exists(path):
         return []
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
+    return read_json_file(path, "a kerasbert-finetune evaluation history", expected=list)
 
 
 def _num_labels(task, settings):

@@ -7,7 +7,6 @@ one, its tokenizer.
 """
 
 import dataclasses
-import json
 import os
 from typing import Callable, Optional
 
@@ -17,6 +16,7 @@ import tensorflow as tf
 from kerasbert.config import EncoderConfig
 from kerasbert.convert import from_google, from_hf
 from kerasbert.convert.from_google import config_beside, is_checkpoint_prefix
+from kerasbert.json_files import read_json_file
 from kerasbert.models.electra import ElectraPretrainer, generator_config
 from kerasbert.models.encoder import build_encoder
 from kerasbert.models.pretraining import PretrainingModel
@@ -127,8 +127,7 @@ def _read_pretraining_run(path):
     if not os.path.isfile(description_path):
         raise PretrainedSourceError(f"{path}: not a kerasbert-pretrain directory (no "
                                     f"{PRETRAINED_MODEL_FILE})")
-    with open(description_path, encoding="utf-8") as file:
-        description = json.load(file)
+    description = read_json_file(description_path, f"a {PRETRAINED_MODEL_FILE}")
     checkpoint = tf.train.latest_checkpoint(path)
     if checkpoint is None:
         raise PretrainedSourceError(f"{path}: a kerasbert-pretrain directory without "

@@ -1,6 +1,7 @@
 """`from_hf` refuses checkpoints that do not fit, and says exactly what does not fit."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -109,6 +110,16 @@ def test_config_that_does_not_fit_is_named(bert_dir, field, value, error):
     (bert_dir / "config.json").write_text(json.dumps(config))
     shown = value[0] if isinstance(value, list) else value
     with pytest.raises(error, match=str(shown)):
+        kerasbert.convert.from_hf(bert_dir)
+
+
+@pytest.mark.parametrize("text,kind", [("[]", "an array"), ("3", "a number"), ('"bert"', "a string"),
+                                       ("null", "null"), ("{", "not valid JSON")])
+def test_config_that_is_not_a_json_object_is_named(bert_dir, text, kind):
+    (bert_dir / "config.json").write_text(text)
+    path = re.escape(str(bert_dir / "config.json"))
+    with pytest.raises(HFConfigError, match=f"{path} is not a Hugging Face config: (it holds )?"
+                                            f"{kind}"):
         kerasbert.convert.from_hf(bert_dir)
 
 

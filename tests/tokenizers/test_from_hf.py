@@ -1,6 +1,7 @@
 """`kerasbert.tokenizers.from_hf` picks the tokenizer and its settings from a Hugging Face directory."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -63,6 +64,17 @@ def test_shipped_vocabularies_load():
     assert isinstance(from_hf(demo.vocabulary_dir("byte_pair")), BytePairTokenizer)
     with pytest.raises(ValueError, match="'gpt'"):
         demo.vocabulary_dir("gpt")
+
+
+@pytest.mark.parametrize("name", ["tokenizer_config.json", "tokenizer.json"])
+def test_a_json_file_that_is_not_an_object_is_named(tmp_path, name):
+    (tmp_path / name).write_text("[]")
+    if name == "tokenizer_config.json":
+        (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
+    path = re.escape(str(tmp_path / name))
+    with pytest.raises(VocabularyError, match=f"{path} is not a Hugging Face {re.escape(name)}: "
+                                              "it holds an array, not an object"):
+        from_hf(tmp_path)
 
 
 def test_missing_directory(tmp_path):

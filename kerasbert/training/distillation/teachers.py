@@ -1,12 +1,12 @@
 """Teachers for pretraining distillation: any kerasbert model with a masked-LM head, from memory
 or from disk (a `.keras` file, a `kerasbert-pretrain` model directory, a Hugging Face folder)."""
 
-import json
 import os
 
 import keras
 
 from kerasbert.convert import from_hf
+from kerasbert.json_files import read_json_file
 from kerasbert.models.electra import ElectraPretrainer
 from kerasbert.models.encoder import Encoder
 from kerasbert.models.pretraining import PretrainingModel
@@ -93,6 +93,5 @@ def teacher_tokenizer_arguments(path):
         return None
     description = os.path.join(path, PRETRAINED_MODEL_FILE)
     if os.path.isfile(description):
-        with open(description, encoding="utf-8") as file:
-            return json.load(file).get("tokenizer")
+        return read_json_file(description, f"a {PRETRAINED_MODEL_FILE}").get("tokenizer")
     return None
