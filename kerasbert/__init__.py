@@ -6,6 +6,7 @@ __version__ = "0.1.0"
 from kerasbert import quiet_startup
 
 if quiet_startup.is_console_script():
+    quiet_startup.exit_on_interrupt_while_starting()
     quiet_startup.import_tensorflow_quietly()
 
 from kerasbert.config import EncoderConfig

@@ -5,15 +5,20 @@ before absl::InitializeLog() is called are written to STDERR" straight to file d
 before `TF_CPP_MIN_LOG_LEVEL` applies: to a user of a binary they are noise. A `kerasbert-*`
 console script imports TensorFlow and starts its devices with descriptor 2 sent to a temporary
 file (replayed if that fails) and C++ logging below errors off unless `TF_CPP_MIN_LOG_LEVEL` is already set.
+Ctrl-C while a console script starts ends it at once with one line, `<program>: interrupted`,
+and status 130 (`kerasbert.cli.one_line_errors` takes over when the binary's `main` starts).
 Python programs that import kerasbert are left alone.
 """
 
+import atexit
 import contextlib
 import os
+import signal
 import sys
 import tempfile
 
 CONSOLE_SCRIPT_PREFIX = "kerasbert-"
+INTERRUPTED_EXIT_STATUS = 130  # 128 + SIGINT: what a shell reports for a process Ctrl-C ended
 
 
 def is_console_script(program=None):
@@ -26,10 +31,25 @@ def is_console_script(program=None):
     return os.path.basename(program).startswith(CONSOLE_SCRIPT_PREFIX)
 
 
+def exit_on_interrupt_while_starting():
+    """Until the binary's `main` starts, Ctrl-C ends the process with status 130 and one line
+    (written at exit, once file descriptor 2 is the terminal again), unless SIGINT is ignored."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        return
+    program = os.path.basename(sys.argv[0])
+
+    def interrupted(signum, frame):
+        del signum, frame
+        atexit.register(lambda: sys.stderr.write(f"{program}: interrupted\n"))
+        raise SystemExit(INTERRUPTED_EXIT_STATUS)
+
+    signal.signal(signal.SIGINT, interrupted)
+
+
 @contextlib.contextmanager
 def stderr_captured():
     """Send file descriptor 2 to a temporary file while the block runs; write what it caught
-    to the real stderr only if the block raises.
+    to the real stderr only if the block raises an error (not when Ctrl-C ends it).
 
     >>> with stderr_captured():
     ...     _ = os.write(2, b"not shown")
@@ -40,7 +60,7 @@ def stderr_captured():
         os.dup2(capture.fileno(), 2)
         try:
             yield
-        except BaseException:
+        except Exception:
             os.dup2(saved, 2)
             capture.seek(0)
             os.write(2, capture.read())

@@ -9,6 +9,7 @@ script run with the flagfile in `runs/<timestamp>/flags/`, so one stage can be r
 
 from absl import app, flags
 
+from kerasbert.cli.one_line_errors import run_reporting_errors
 from kerasbert.main_job import StageError, run_main_job
 
 FLAGS = flags.FLAGS
@@ -20,17 +21,12 @@ flags.DEFINE_string("run_dir", None, "Continue (or start) this run directory ins
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    try:
-        run_main_job(FLAGS.runs_dir, quick=FLAGS.quick, run_dir=FLAGS.run_dir)
-    except KeyboardInterrupt:
-        raise SystemExit("\nkerasbert-demo: interrupted; run the same command again to "
-                         "continue") from None
-    except (StageError, OSError) as error:
-        raise SystemExit(f"kerasbert-demo: error: {error}") from None
+    run_main_job(FLAGS.runs_dir, quick=FLAGS.quick, run_dir=FLAGS.run_dir)
 
 
 def run():
-    app.run(main)
+    run_reporting_errors(main, "kerasbert-demo", expected=(StageError,),
+                         interrupted="run the same command again to continue")
 
 
 if __name__ == "__main__":

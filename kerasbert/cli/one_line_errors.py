@@ -1,13 +1,30 @@
-"""How a binary reports an expected error: one line, the binary's name first, exit status 1,
-no traceback."""
+"""How every kerasbert binary ends when it cannot finish: one line on stderr, the binary's name
+first, and an exit status, never a traceback.
+
+- A flag that does not parse or is out of bounds, a usage error, a `ValueError` or `OSError`
+  (bad input, a missing or damaged file, a JSON run file naming its field), or an error class
+  the binary names (`expected`): `<program>: error: <message>`, status 1.
+- A `tf.errors.OpError` from inside TensorFlow: its first message line (for a failed input
+  check, `tf.debugging.Assert`, the check's own text), status 1.
+- Ctrl-C (`KeyboardInterrupt`): `<program>: interrupted` and what was saved, status 130. The
+  training loop saves a checkpoint first (`kerasbert.training.preemption`).
+
+Anything else is a bug and keeps its traceback.
+"""
 
 import re
+import signal
 import sys
 
-from absl import app
+from absl import app, flags
+
+from kerasbert.quiet_startup import INTERRUPTED_EXIT_STATUS
 
 # TensorFlow prints a failed `tf.debugging.Assert` as "assertion failed: [part] [part] ...".
 _ASSERTION = re.compile(r"assertion failed: ((?:\[[^\]\n]*\] ?)+)")
+# Noise around an op error's own text: the function it ran in, the op's name.
+_FUNCTION_NODE = re.compile(r"^\{\{function_node [^}]*\}\}\s*")
+_OP_SUFFIX = re.compile(r"\s*\[Op:[^\]]*\](?:\s*name:.*)?$")
 
 
 def _assertion_message(error):
@@ -17,21 +34,73 @@ def _assertion_message(error):
     return match and " ".join(re.findall(r"\[([^\]\n]*)\]", match.group(1)))
 
 
-def run_reporting_errors(main, program):
-    """`absl.app.run(main)`, with an expected error from `main` reported as one line
-    `"<program>: error: <message>"` (whitespace collapsed) and exit status 1: a `ValueError`, an
-    `OSError`, or a failed input check inside TensorFlow (`tf.debugging.Assert` in a `tf.data`
-    pipeline or a model, e.g. a truncated TFRecord named with its file and record number)."""
+def op_error_message(error):
+    """What a binary says of a `tf.errors.OpError`: the failed input check's text, else the
+    first line of its message without TensorFlow's function and op names."""
+    assertion = _assertion_message(error)
+    if assertion:
+        return assertion
+    lines = [line.strip() for line in str(getattr(error, "message", error)).splitlines()]
+    first = next((line for line in lines if line), type(error).__name__)
+    return _OP_SUFFIX.sub("", _FUNCTION_NODE.sub("", first)) or type(error).__name__
+
+
+def one_line(text):
+    """`text` with its whitespace (newlines too) collapsed to single spaces."""
+    return " ".join(str(text).split())
+
+
+def interrupted_line(program, detail=None):
+    """The line a binary ends with after Ctrl-C: `<program>: interrupted`, then `detail` (the
+    checkpoint saved, how to continue) if any."""
+    detail = one_line(detail or "")
+    return f"{program}: interrupted" + (f"; {detail}" if detail else "")
+
+
+def _exit_interrupted(program, interrupt, detail=None):
+    sys.stdout.flush()
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")  # after the "^C" the terminal echoed, or a progress bar
+    sys.stderr.write(interrupted_line(program, str(interrupt) or detail) + "\n")
+    sys.stderr.flush()
+    raise SystemExit(INTERRUPTED_EXIT_STATUS)
+
+
+def run_reporting_errors(main, program, expected=(), interrupted=None):
+    """`absl.app.run(main)`, ending as the module docstring says.
+
+    Args:
+        main: the binary's `main(argv)`.
+        program: its name, e.g. `"kerasbert-pretrain"`.
+        expected: error classes besides `ValueError` and `OSError` that are reported as one
+            line (e.g. `TrainingError`).
+        interrupted: what to say after "interrupted" when Ctrl-C came with nothing to say
+            (e.g. "run the same command again to continue").
+    """
+    def parse_flags(argv):
+        try:
+            return flags.FLAGS(argv)
+        except flags.Error as error:
+            raise SystemExit(f"{program}: error: {one_line(error)}") from None
+
     def main_reporting_errors(argv):
         try:
             main(argv)
-        except (ValueError, OSError) as error:
-            raise SystemExit(f"{program}: error: {' '.join(str(error).split())}") from None
+        except KeyboardInterrupt as interrupt:
+            _exit_interrupted(program, interrupt, interrupted)
+        except (ValueError, OSError, app.UsageError, *expected) as error:
+            raise SystemExit(f"{program}: error: {one_line(error)}") from None
         except Exception as error:
             tensorflow = sys.modules.get("tensorflow")
-            message = (_assertion_message(error)
-                       if tensorflow is not None and isinstance(error, tensorflow.errors.OpError) else None)
-            if message is None:
+            if tensorflow is None or not isinstance(error, tensorflow.errors.OpError):
                 raise
-            raise SystemExit(f"{program}: error: {' '.join(message.split())}") from None
-    app.run(main_reporting_errors)
+            raise SystemExit(f"{program}: error: {one_line(op_error_message(error))}") from None
+
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        # Ctrl-C is a KeyboardInterrupt again (a console script exits at once while it starts:
+        # `kerasbert.quiet_startup`).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        app.run(main_reporting_errors, flags_parser=parse_flags)
+    except KeyboardInterrupt as interrupt:  # while flags were parsed, before main
+        _exit_interrupted(program, interrupt, interrupted)

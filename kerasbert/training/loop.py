@@ -6,7 +6,9 @@ last checkpoint at the same step and the same position in the data (the
 `tf.data` iterator is part of the checkpoint, so the pipeline must be free of
 stateful ops); an unreadable latest checkpoint (truncated, corrupt) is named in
 a warning and the one before it is used. On SIGTERM every worker saves at the
-same step and the process exits with status 143 (`kerasbert.training.preemption`).
+same step and the process exits with status 143; on Ctrl-C (SIGINT) it saves at the current
+step too and raises `TrainingInterrupted`, which the binaries report in one line with status 130
+(`kerasbert.training.preemption`).
 A loss that is not finite stops training with an error naming the step, or,
 with `max_recoveries`, rolls back to the last checkpoint and skips the batch
 whose loss was not finite.
@@ -18,7 +20,8 @@ import keras
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
-from kerasbert.training.preemption import TrainingPreempted, preemption_watcher
+from kerasbert.training.preemption import (TrainingInterrupted, TrainingPreempted,
+                                           preemption_watcher)
 
 # What TensorBoard's scalar summaries carry, written with TensorFlow's own `tf.summary.write`
 # (so logging needs no `tensorboard` package; TensorBoard shows them as scalars).
@@ -73,6 +76,8 @@ def train(model, strategy, dataset_fn, model_dir, train_steps, *, steps_per_loop
     Raises:
         TrainingPreempted: after SIGTERM, once the checkpoint is saved (a
             `SystemExit` with status 143).
+        TrainingInterrupted: after Ctrl-C (SIGINT), once the checkpoint is saved
+            (a `KeyboardInterrupt` naming it).
         NonFiniteLossError, UnreadableCheckpointError: one-line messages.
 
     Example (a tiny model for two steps; runs anywhere):
@@ -216,6 +221,9 @@ def train(model, strategy, dataset_fn, model_dir, train_steps, *, steps_per_loop
         except TrainingPreempted as preempted:
             log(f"\nPreempted (SIGTERM): saved {last_good} at step {preempted.step}; exiting "
                 f"with status {preempted.code}. Run the same command again to resume.")
+            raise
+        except TrainingInterrupted as interrupted:
+            interrupted.checkpoint = last_good
             raise
         finally:
             writer.flush()

@@ -22,7 +22,8 @@ import tensorflow as tf
 
 from kerasbert.data.tfrecords import serialize_instances, write_tfrecord
 from kerasbert.training.loop import UnreadableCheckpointError, restore_latest, train
-from kerasbert.training.preemption import PREEMPTED_EXIT_STATUS, TrainingPreempted
+from kerasbert.training.preemption import (PREEMPTED_EXIT_STATUS, TrainingInterrupted,
+                                           TrainingPreempted)
 from tests.helpers import finish_processes
 
 pytestmark = pytest.mark.slow
@@ -190,6 +191,44 @@ def test_the_loop_under_one_strategy_can_be_preempted_in_a_later_run_and_restore
         f"Preempted (SIGTERM): saved {tmp_path}/ckpt-{preempted.value.step} at step "
         f"{preempted.value.step}; exiting with status 143. Run the same command again to resume.")
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_ctrl_c_saves_at_the_current_step_and_a_later_loop_trains_on(tmp_path):
+    """SIGINT while the loop trains (a single worker): it saves at the step it reached and raises
+    `TrainingInterrupted` (a KeyboardInterrupt naming the checkpoint; the binaries exit 130 with
+    that line); the handlers are the old ones after, and a later loop in the same process (a
+    notebook) restores that checkpoint and trains to the end."""
+    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.compile(optimizer="sgd", loss="mse")
+
+    def dataset_fn(context):
+        return tf.data.Dataset.range(10**9).map(
+            lambda index: (tf.fill([2, 3], tf.cast(index % 7, tf.float32)), tf.ones([2, 1])))
+
+    def sigint_once_step_10_is_saved():
+        state = tmp_path / "checkpoint"
+        while not (state.exists() and 'ckpt-10"' in state.read_text()):
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    messages = []
+    threading.Thread(target=sigint_once_step_10_is_saved, daemon=True).start()
+    with pytest.raises(TrainingInterrupted) as interrupted:
+        train(model, strategy, dataset_fn, str(tmp_path), 10**6, steps_per_loop=1,
+              checkpoint_interval=10, progress=False, log=messages.append)
+    step = interrupted.value.step
+    assert isinstance(interrupted.value, KeyboardInterrupt) and 10 <= step < 10**6
+    assert str(interrupted.value) == (f"saved {tmp_path}/ckpt-{step} at step {step}; run the "
+                                      "same command again to resume")
+    assert tf.train.latest_checkpoint(str(tmp_path)) == f"{tmp_path}/ckpt-{step}"
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    logs = train(model, strategy, dataset_fn, str(tmp_path), step + 3, steps_per_loop=1,
+                 checkpoint_interval=10, progress=False, log=messages.append)
+    assert logs["step"] == step + 3
+    assert messages[-1] == f"Restored {tmp_path}/ckpt-{step} at step {step}"
 
 
 # --- non-finite loss ------------------------------------------------------------------------
