@@ -13,7 +13,7 @@ flags.DEFINE_string("tokenizer_dir", None, "A Hugging Face tokenizer directory, 
                     "--vocab_file.")
 flags.DEFINE_boolean("do_lower_case", True, "Lower-case the text (WordPiece and SentencePiece).")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per instance or example (window), special "
-                     "tokens included.")
+                     "tokens included.", lower_bound=4)
 
 
 def tokenizer_from_flags(needed_for="the text"):

@@ -20,19 +20,21 @@ import threading  # noqa: E402
 from absl import flags  # noqa: E402
 
 import kerasbert.tokenizers  # noqa: E402,F401  (registers the tensorflow-text ops workers run)
+from kerasbert.cli.flag_bounds import require_positive  # noqa: E402
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 from kerasbert.data.service import free_port, start_dispatcher, start_worker  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("mode", None, ["dispatcher", "worker"], "What to run.", required=True)
 flags.DEFINE_integer("port", 0, "Port to serve on (0: any free port; the line printed at start "
-                     "names it).")
+                     "names it).", lower_bound=0, upper_bound=65535)
 flags.DEFINE_string("work_dir", None, "Dispatcher: folder of its journal (fault-tolerant mode).")
 flags.DEFINE_string("dispatcher", None, "Worker: the dispatcher's HOST:PORT.")
 flags.DEFINE_string("worker_address", None, "Worker: HOST:PORT the trainers reach it at "
                     "('%port%' stands for its port; default: localhost:%port%, which serves "
                     "trainers on this host only: on a cluster give a name they can resolve).")
 flags.DEFINE_float("dispatcher_timeout", 60.0, "Worker: seconds to wait for the dispatcher.")
+require_positive("dispatcher_timeout")
 
 
 def main(argv):

@@ -40,9 +40,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 from absl import flags, logging  # noqa: E402
 
+from kerasbert.atomic_files import atomic_path  # noqa: E402
 from kerasbert.cli import instance_flags  # noqa: E402,F401  (--objective, ...)
 from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
 from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
+from kerasbert.cli.flag_bounds import require_positive  # noqa: E402
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 from kerasbert.cli.pretraining_input import (check_input_flags, config_overrides,  # noqa: E402
                                              optimizer_from_flags, pretraining_batches,
@@ -64,17 +66,18 @@ flags.DEFINE_string("teacher", None, "The teacher: a .keras pretraining model wi
                     "a kerasbert-pretrain model directory or a Hugging Face folder.",
                     required=True)
 flags.DEFINE_integer("student_layers", None, "Student layers (ALBERT: layer applications); "
-                     "default half the teacher's, or one per --layer_map entry.")
+                     "default half the teacher's, or one per --layer_map entry.", lower_bound=1)
 flags.DEFINE_list("layer_map", None, "The teacher layer each student layer copies (ALBERT: "
                   "the teacher group each student group copies); default evenly spaced, "
                   "first and last kept (12 -> 6: 0,2,4,7,9,11).")
 flags.DEFINE_list("student_overrides", [], "EncoderConfig fields of the student that differ "
                   "from the teacher's, e.g. hidden_size=256,num_heads=4.")
 flags.DEFINE_float("temperature", 2.0, "Softmax temperature of the soft targets.")
-flags.DEFINE_float("soft_weight", 5.0, "Weight of the soft-target cross-entropy.")
-flags.DEFINE_float("mlm_weight", 2.0, "Weight of the student's own MLM loss.")
+flags.DEFINE_float("soft_weight", 5.0, "Weight of the soft-target cross-entropy.", lower_bound=0.0)
+flags.DEFINE_float("mlm_weight", 2.0, "Weight of the student's own MLM loss.", lower_bound=0.0)
 flags.DEFINE_float("cosine_weight", 1.0, "Weight of the hidden-state cosine loss (0 when the "
-                   "student's hidden size differs from the teacher's).")
+                   "student's hidden size differs from the teacher's).", lower_bound=0.0)
+require_positive("temperature")
 # DistilBERT trains on single segments of contiguous sentences, without a pair objective.
 FLAGS.set_default("objective", "full_sentences")
 
@@ -115,17 +118,13 @@ def main(argv):
     write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), pretraining_description(
         student.encoder.config, student.heads, None,
         tokenizer_arguments() or teacher_tokenizer_arguments(FLAGS.teacher)))
-    try:
-        logs = train(distiller, strategy, lambda context: pretraining_batches(
-                         tokenizer, FLAGS.objective, context),
-                     FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
-                     checkpoint_interval=FLAGS.checkpoint_interval, jit_compile=FLAGS.jit_compile,
-                     max_recoveries=FLAGS.max_recoveries, save_data_position=saves_data_position())
-    except TrainingError as error:
-        raise ValueError(str(error)) from None
-    temporary = os.path.join(FLAGS.model_dir, ".tmp-" + STUDENT_FILE)
-    student.save(temporary)
-    os.replace(temporary, os.path.join(FLAGS.model_dir, STUDENT_FILE))
+    logs = train(distiller, strategy, lambda context: pretraining_batches(
+                     tokenizer, FLAGS.objective, context),
+                 FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
+                 checkpoint_interval=FLAGS.checkpoint_interval, jit_compile=FLAGS.jit_compile,
+                 max_recoveries=FLAGS.max_recoveries, save_data_position=saves_data_position())
+    with atomic_path(os.path.join(FLAGS.model_dir, STUDENT_FILE)) as temporary:
+        student.save(temporary)
     print("\nDone: " + ", ".join(f"{name} {value:.4g}" for name, value in logs.items()))
 
 
@@ -149,7 +148,7 @@ def run():
     argv = sys.argv[1:]
     if any(_TASK_FLAG.match(argument) for argument in argv):
         os.execv(sys.executable, [sys.executable, "-m", "kerasbert.cli.finetune", *argv])
-    run_reporting_errors(main, "kerasbert-distill")
+    run_reporting_errors(main, "kerasbert-distill", expected=(TrainingError,))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ flags.DEFINE_list("formats", list(FORMATS), f"Any of {', '.join(FORMATS)}.")
 flags.DEFINE_list("quantize", ["none"], f"TFLite variants, any of {', '.join(QUANTIZATIONS)} "
                   "(int8: full integer, needs --calibration_data).")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the text signatures and of "
-                     "the verification and calibration inputs.")
+                     "the verification and calibration inputs.", lower_bound=4)
 flags.DEFINE_boolean("text_signatures", False, "Add serve_text, serve_text_pair and "
                      "serve_examples to the SavedModel and write model_text.tflite.")
 flags.DEFINE_string("tokenizer", None, "A Hugging Face tokenizer folder for the text signatures "
@@ -38,7 +38,7 @@ flags.DEFINE_string("tokenizer", None, "A Hugging Face tokenizer folder for the 
 flags.DEFINE_list("calibration_data", None, "Text files (one text a line, .gz allowed) for int8 "
                   "calibration and quantized agreement (default: the shipped corpus).")
 flags.DEFINE_integer("serving_version", None, "Write the SavedModel under saved_model/<N>/, "
-                     "TF Serving's layout.")
+                     "TF Serving's layout.", lower_bound=0)
 
 
 def main(argv):

@@ -53,8 +53,9 @@ flags.DEFINE_enum("combine", None, list(COMBINATIONS), "Write one vector per tok
                   "layers concatenated, summed or averaged, instead of each layer's.")
 flags.DEFINE_enum("word_pooling", None, list(WORD_POOLINGS), "Write whitespace-separated words "
                   "instead of sub-tokens, each with its first sub-token's or their mean vectors.")
-flags.DEFINE_integer("batch_size", 32, "Texts run through the model at once.")
-flags.DEFINE_integer("round_digits", 6, "Decimals kept in the values (Google's script: 6).")
+flags.DEFINE_integer("batch_size", 32, "Texts run through the model at once.", lower_bound=1)
+flags.DEFINE_integer("round_digits", 6, "Decimals kept in the values (Google's script: 6).",
+                     lower_bound=0)
 
 
 def main(argv):
@@ -62,10 +63,6 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     logging.set_verbosity(logging.WARNING)
     layers = _layer_indices(FLAGS.layers)
-    if FLAGS.batch_size < 1:
-        raise ValueError(f"--batch_size must be at least 1, got {FLAGS.batch_size}")
-    if FLAGS.round_digits < 0:
-        raise ValueError(f"--round_digits must be at least 0, got {FLAGS.round_digits}")
     if not os.path.isfile(FLAGS.input_file):
         raise FileNotFoundError(f"--input_file {FLAGS.input_file}: no such file")
     if os.path.realpath(FLAGS.output_file) == os.path.realpath(FLAGS.input_file):

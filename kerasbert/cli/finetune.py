@@ -36,6 +36,8 @@ from absl import app, flags, logging  # noqa: E402
 
 from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
 from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
+from kerasbert.cli.flag_bounds import require_positive  # noqa: E402
+from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 from kerasbert.convert import from_hf  # noqa: E402
 from kerasbert.data.service import service_address  # noqa: E402
 from kerasbert.models.encoder import build_encoder  # noqa: E402
@@ -65,10 +67,11 @@ flags.DEFINE_enum("mode", "train_and_eval", ["train_and_eval", "eval", "predict"
                   "task model in --init_from).")
 flags.DEFINE_integer("doc_stride", 128, "SQuAD: the step, in tokens, between the starts of a "
                      "long context's windows (Google's meaning; Hugging Face's `stride` is the "
-                     "overlap instead: max_seq_length - question - doc_stride).")
-flags.DEFINE_integer("max_query_length", 64, "SQuAD: question tokens kept.")
-flags.DEFINE_integer("n_best_size", 20, "SQuAD: candidate answers kept per question.")
-flags.DEFINE_integer("max_answer_length", 30, "SQuAD: longest answer, in tokens.")
+                     "overlap instead: max_seq_length - question - doc_stride).", lower_bound=1)
+flags.DEFINE_integer("max_query_length", 64, "SQuAD: question tokens kept.", lower_bound=1)
+flags.DEFINE_integer("n_best_size", 20, "SQuAD: candidate answers kept per question.",
+                     lower_bound=1)
+flags.DEFINE_integer("max_answer_length", 30, "SQuAD: longest answer, in tokens.", lower_bound=1)
 flags.DEFINE_float("null_score_diff_threshold", 0.0, "SQuAD v2.0: predict no answer when the "
                    "null score exceeds the best answer's by more than this.")
 flags.DEFINE_boolean("tune_null_threshold", False, "SQuAD v2.0: fit the null threshold on a "
@@ -78,37 +81,37 @@ flags.DEFINE_integer("max_train_examples", None, "Train on the first N training 
                      lower_bound=1)
 flags.DEFINE_boolean("from_scratch", False, "Fine-tune --init_from's architecture from random "
                      "weights instead of its pretrained ones (the baseline pretraining must beat).")
-flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.", lower_bound=1)
 flags.DEFINE_string("tf_data_service", None, "grpc://HOST:PORT of a tf.data service dispatcher "
                     "(kerasbert-data-service): its workers make the training batches, each pass "
                     "over the training set split among them; the data position is then not "
                     "checkpointed.")
-flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch size.")
+flags.DEFINE_integer("eval_batch_size", 32, "Evaluation batch size.", lower_bound=1)
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps of linear warmup; linear "
-                   "decay to 0 after it.")
+                   "decay to 0 after it.", lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_float("layerwise_lr_decay", None, "ELECTRA's recipe: each lower layer learns at "
-                   "this factor times the rate of the layer above (e.g. 0.8).")
-flags.DEFINE_float("dropout", None, "Head dropout (default: the encoder's).")
+                   "this factor times the rate of the layer above (e.g. 0.8).", upper_bound=1.0)
+flags.DEFINE_float("dropout", None, "Head dropout (default: the encoder's).", lower_bound=0.0,
+                   upper_bound=1.0)
 flags.DEFINE_integer("num_seeds", 1, "Runs with seeds seed, seed+1, ...: each metric's median "
-                     "and spread are reported.")
+                     "and spread are reported.", lower_bound=1)
 flags.DEFINE_string("teacher", None, "Task distillation: a fine-tuned model of the same task and "
                     "labels (a .keras file, a kerasbert-finetune --model_dir or a Hugging Face "
                     "task folder) whose soft targets the fine-tuned model learns from.")
 flags.DEFINE_float("temperature", 2.0, "With --teacher: the softmax temperature of the soft "
                    "targets (the soft loss is scaled by its square).")
 flags.DEFINE_float("distill_alpha", 0.5, "With --teacher: the weight of the soft-target loss; "
-                   "the hard-label loss gets 1 - this.")
+                   "the hard-label loss gets 1 - this.", lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_integer("student_layers", None, "With --teacher and no --init_from: the student is "
                      "this many of the teacher's layers (evenly spaced from the first to the "
                      "last) with its embeddings and head.", lower_bound=1)
+require_positive("num_train_epochs", "layerwise_lr_decay", "temperature")
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     logging.set_verbosity(logging.WARNING)
-    if FLAGS.num_seeds < 1:
-        raise app.UsageError("--num_seeds must be at least 1")
     task = get_finetuning_task(FLAGS.task)
     files = _task_files(task)
     if FLAGS.tf_data_service is not None:
@@ -252,15 +255,8 @@ def _tokenizer(default, source_flag="--init_from"):
     return default
 
 
-def _main_reporting_errors(argv):
-    try:
-        main(argv)
-    except (ValueError, FileNotFoundError, OSError, TrainingError) as error:
-        raise SystemExit(f"kerasbert-finetune: error: {error}") from None
-
-
 def run():
-    app.run(_main_reporting_errors)
+    run_reporting_errors(main, "kerasbert-finetune", expected=(TrainingError,))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from kerasbert.cli.pretraining_input import (check_input_flags, config_overrides
                                              saves_data_position, tokenizer_arguments)
 from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
 from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
+from kerasbert.cli.flag_bounds import require_positive  # noqa: E402
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
 from kerasbert.training.loop import TrainingError, model_variables, train  # noqa: E402
@@ -43,6 +44,7 @@ flags.DEFINE_string("model", None, "Zoo preset, e.g. bert_base_uncased.", requir
 flags.DEFINE_list("config_overrides", [], "EncoderConfig fields to change, e.g. "
                   "num_layers=2,hidden_size=128.")
 flags.DEFINE_float("generator_ratio", 0.25, "ELECTRA: generator hidden size / discriminator's.")
+require_positive("generator_ratio")
 flags.DEFINE_string("init_checkpoint", None, "Initial encoder weights: a Hugging Face model "
                     "directory or a kerasbert checkpoint (model_dir/ckpt-N).")
 
@@ -86,15 +88,12 @@ def main(argv):
     write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), pretraining_description(
         config, None if electra else _HEADS[FLAGS.objective],
         FLAGS.generator_ratio if electra else None, tokenizer_arguments()))
-    try:
-        logs = train(model, strategy,
-                     lambda context: pretraining_batches(tokenizer, FLAGS.objective, context),
-                     FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
-                     checkpoint_interval=FLAGS.checkpoint_interval,
-                     jit_compile=FLAGS.jit_compile, max_recoveries=FLAGS.max_recoveries,
-                     save_data_position=saves_data_position())
-    except TrainingError as error:
-        raise SystemExit(f"\n{error}") from None
+    logs = train(model, strategy,
+                 lambda context: pretraining_batches(tokenizer, FLAGS.objective, context),
+                 FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
+                 checkpoint_interval=FLAGS.checkpoint_interval,
+                 jit_compile=FLAGS.jit_compile, max_recoveries=FLAGS.max_recoveries,
+                 save_data_position=saves_data_position())
     print("\nDone: " + ", ".join(f"{name} {value:.4g}" for name, value in logs.items()))
 
 
@@ -130,7 +129,7 @@ def _initialize(model, encoder, path):
 
 
 def run():
-    run_reporting_errors(main, "kerasbert-pretrain")
+    run_reporting_errors(main, "kerasbert-pretrain", expected=(TrainingError,))
 
 
 if __name__ == "__main__":

@@ -19,14 +19,17 @@ FLAGS = flags.FLAGS
 flags.DEFINE_list("input_files", None, "Pretraining TFRecords (globs), as "
                   "kerasbert-create-pretraining-data or Google's script writes them.")
 flags.DEFINE_list("text_files", None, "Text files (globs) to make instances from on the fly.")
-flags.DEFINE_integer("train_steps", None, "Total training steps.", required=True)
-flags.DEFINE_integer("batch_size", 32, "Global batch size.")
+flags.DEFINE_integer("train_steps", None, "Total training steps.", required=True, lower_bound=1)
+flags.DEFINE_integer("batch_size", 32, "Global batch size.", lower_bound=1)
 flags.DEFINE_boolean("whole_word_masking", False, "Mask whole words (text input).")
-flags.DEFINE_integer("warmup_steps", 0, "Steps of linear warmup.")
+flags.DEFINE_integer("warmup_steps", 0, "Steps of linear warmup.", lower_bound=0)
 flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb", "adam"], "Optimizer.")
-flags.DEFINE_float("clip_norm", 1.0, "Clip gradients to this global norm (0: no clipping).")
-flags.DEFINE_integer("grad_accum_steps", 1, "Batches whose gradients add up to one update.")
-flags.DEFINE_integer("steps_per_loop", 100, "Steps between logs (one compiled loop).")
+flags.DEFINE_float("clip_norm", 1.0, "Clip gradients to this global norm (0: no clipping).",
+                   lower_bound=0.0)
+flags.DEFINE_integer("grad_accum_steps", 1, "Batches whose gradients add up to one update.",
+                     lower_bound=1)
+flags.DEFINE_integer("steps_per_loop", 100, "Steps between logs (one compiled loop).",
+                     lower_bound=1)
 flags.DEFINE_string("tf_data_service", None, "grpc://HOST:PORT of a tf.data service dispatcher "
                     "(kerasbert-data-service): its workers make the batches (reading the input "
                     "files at the same paths), this process only trains on them. From text, each "

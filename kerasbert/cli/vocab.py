@@ -18,7 +18,8 @@ flags.DEFINE_list("input_files", None, "Text files or globs (plain or gzip), one
 flags.DEFINE_enum("type", None, sorted(vocabulary_training.TRAINERS),
                   "Vocabulary kind: wordpiece (BERT, ELECTRA), byte_pair (RoBERTa), "
                   "sentence_piece (ALBERT).", required=True)
-flags.DEFINE_integer("vocab_size", None, "Vocabulary size (at most).", required=True)
+flags.DEFINE_integer("vocab_size", None, "Vocabulary size (at most).", required=True,
+                     lower_bound=1)
 flags.DEFINE_string("output_dir", None, "Directory to write the vocabulary files to.", required=True)
 flags.DEFINE_boolean("lowercase", None, "Lower-case the text (default: the kind's usual setting).")
 flags.DEFINE_list("reserved_tokens", None, "Special tokens, first in the vocabulary "
