@@ -21,10 +21,13 @@ tasks, task I writes `<output_file>.task-0000I-of-0000N.manifest.json` (so the
 tasks never overwrite each other's), then, last, `<output_file>.manifest.json`:
 the union of the task manifests present, `"complete": true` once all N are in.
 A rerun of a task whose manifest exists (same
-flags) does nothing. A shard whose files give no document at all (every line
-skipped as not UTF-8, say) is an error naming the files and the skipped lines,
-and leaves no file behind; a shard that gets too few documents for an instance
-is written empty, with a warning.
+flags) does nothing. A task that makes no instance at all (a corpus of binary
+garbage, say) is an error naming the input files, the lines skipped and the
+documents that gave no token, and writes no shard and no manifest; so is a
+shard whose own files give no document with a token. A shard that gets too few
+documents for an instance, in a task that makes some, is written empty, with a
+warning (`kerasbert.data.empty_shards`; with several tasks each task is held to
+this on its own share).
 
     kerasbert-create-pretraining-data --input_file='corpus/*.txt' \\
         --output_file=out/train.tfrecord --vocab_file=vocab.txt --do_lower_case \\
@@ -43,6 +46,7 @@ from absl import app, flags  # noqa: E402
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 
 from kerasbert.data.corpus import BAD_LINE_POLICIES, FORMATS, CorpusStats, corpus_files  # noqa: E402
+from kerasbert.data.empty_shards import EmptyShard, ShareCounts, not_empty  # noqa: E402
 from kerasbert.data.manifest import (combined_manifest, manifest_path, read_manifest,  # noqa: E402
                                      task_manifest, task_manifest_path, write_manifest)
 from kerasbert.data.masking import MaskedLmMasker  # noqa: E402
@@ -57,30 +61,31 @@ flags.DEFINE_list("input_file", None, "Input text files or globs (plain or gzip)
                   required=True)
 flags.DEFINE_string("output_file", None, "Output TFRecord file; with --num_shards > 1, shards "
                     "named <stem>-00000-of-N<suffix>.", required=True)
-flags.DEFINE_integer("dupe_factor", 10, "Copies of the data, each with its own instances and masks.")
-flags.DEFINE_float("short_seq_prob", 0.1, "Chance of a shorter target length (nsp, sop).")
+flags.DEFINE_integer("dupe_factor", 10, "Copies of the data, each with its own instances and masks.",
+                     lower_bound=1)
+flags.DEFINE_float("short_seq_prob", 0.1, "Chance of a shorter target length (nsp, sop).",
+                   lower_bound=0.0, upper_bound=1.0)
 flags.DEFINE_boolean("do_whole_word_mask", False, "Mask whole words only.")
-flags.DEFINE_integer("ngram", 1, "Longest n-gram to mask (ALBERT: 3; implies whole words).")
+flags.DEFINE_integer("ngram", 1, "Longest n-gram to mask (ALBERT: 3; implies whole words).",
+                     lower_bound=1)
 flags.DEFINE_integer("random_seed", 12345, "Seed of every random choice.")
-flags.DEFINE_integer("num_shards", 1, "Output files.")
+flags.DEFINE_integer("num_shards", 1, "Output files.", lower_bound=1)
 flags.DEFINE_integer("num_tasks", 1, "Processes sharing the work (at most --num_shards); each "
-                     "builds the shards i with i % num_tasks == task_index.")
-flags.DEFINE_integer("task_index", 0, "This process's task, 0 to --num_tasks - 1.")
+                     "builds the shards i with i % num_tasks == task_index.", lower_bound=1)
+flags.DEFINE_integer("task_index", 0, "This process's task, 0 to --num_tasks - 1.", lower_bound=0)
 flags.DEFINE_enum("compression", "none", ["none", "gzip"], "Compression of the output files.")
 flags.DEFINE_enum("input_format", "documents", FORMATS, "documents: one sentence per line, blank "
                   "lines between documents; paragraphs: one document per line.")
 flags.DEFINE_enum("bad_lines", "skip", BAD_LINE_POLICIES, "Lines that are not UTF-8 or too long: "
                   "skip and count, or fail naming file and line.")
 flags.DEFINE_integer("window_size", 64, "Documents processed together (random next sentences "
-                     "come from the same window).")
+                     "come from the same window).", lower_bound=2)
 
 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    if FLAGS.num_shards < 1 or FLAGS.dupe_factor < 1:
-        raise ValueError("--num_shards and --dupe_factor must be at least 1")
-    if FLAGS.num_tasks < 1 or not 0 <= FLAGS.task_index < FLAGS.num_tasks:
+    if FLAGS.task_index >= FLAGS.num_tasks:
         raise ValueError(f"--task_index must be from 0 to --num_tasks - 1 = {FLAGS.num_tasks - 1}, "
                          f"got {FLAGS.task_index}")
     if FLAGS.num_shards < FLAGS.num_tasks:
@@ -106,17 +111,33 @@ def main(argv):
     summary.window_sharded = len(files) < len(paths)
     stats = CorpusStats()
     bar = keras.utils.Progbar(None, unit_name="instance", interval=1.0)
-    for index in range(FLAGS.task_index, len(paths), FLAGS.num_tasks):
+    share = ShareCounts(files, FLAGS.dupe_factor, summary.window_sharded)
+    held_back = []  # shards without instances: written (empty) only if the task makes some
+    own = range(FLAGS.task_index, len(paths), FLAGS.num_tasks)
+    for index in own:
         if done[index]:
             print(f"{paths[index]} is complete; skipped")
             continue
         batches = _shard_batches(files, tokenizer, masker, index, len(paths), stats)
-        records = _checked_not_empty(_records(batches, summary, bar), paths[index], files, index,
-                                     stats)
-        # The shard's temporary file exists from the start of its work (a kill leaves only it).
-        write_tfrecord(paths[index], records, compression=_compression())
-        summary.shards_built += 1
+        before = stats.as_dict()
+        try:
+            # The shard's temporary file exists from the start of its work (a kill leaves only it).
+            write_tfrecord(paths[index], not_empty(_records(batches, summary, bar)),
+                           compression=_compression())
+            summary.shards_built += 1
+        except EmptyShard:
+            held_back.append(index)
+        shard = share.add(before, stats.as_dict(), _shard_files(files, index, len(paths))[0])
+        if not summary.window_sharded and not shard.has_text():
+            raise ValueError(shard.error(f"no instances for {paths[index]}"))
     print()
+    if summary.instances == 0 and not any(done[index] for index in own):
+        raise ValueError(share.error(_no_instances_subject(), _too_small_advice()))
+    for index in held_back:
+        print(f"warning: {paths[index]} holds no instances: its share of the corpus was too "
+              f"small; use fewer --num_shards")
+        write_tfrecord(paths[index], [], compression=_compression())
+        summary.shards_built += 1
     shard_inputs = {paths[index]: _shard_files(files, index, len(paths))[0]
                     for index in range(FLAGS.task_index, len(paths), FLAGS.num_tasks)}
     write_manifest(own_manifest, task_manifest(shard_inputs, FLAGS.random_seed, _manifest_flags(),
@@ -173,37 +194,26 @@ def _write_combined_manifest():
           + ("; the data set is complete" if combined["complete"] else ""))
 
 
+def _no_instances_subject():
+    if FLAGS.num_tasks == 1:
+        return f"no instances for {FLAGS.output_file}"
+    return (f"no instances for task {FLAGS.task_index} of {FLAGS.num_tasks} of "
+            f"{FLAGS.output_file}")
+
+
+def _too_small_advice():
+    if FLAGS.num_tasks > 1:
+        return "use fewer --num_shards or --num_tasks"
+    if FLAGS.num_shards > 1:
+        return "use fewer --num_shards"
+    return "give more text"
+
+
 def _shard_files(files, index, count):
     """The files shard `index` of `count` reads, and the window sharding it needs (None: whole files)."""
     if len(files) >= count:
         return files[index::count], None
     return files, (index, count)
-
-
-def _checked_not_empty(records, path, files, index, stats):
-    """`records` (batches), then, if there were none, what `_check_empty_shard` says."""
-    before = stats.as_dict()
-    empty = True
-    for batch in records:
-        empty = False
-        yield batch
-    if empty:
-        _check_empty_shard(path, files, index, before, stats.as_dict())
-
-
-def _check_empty_shard(path, files, index, before, after):
-    """Shard `path` got no instances: an error naming its files and the lines skipped in them if
-    they gave no document at all (not text, not UTF-8); a warning if its share of the documents
-    was too small (more shards than the corpus fills)."""
-    shard_files = _shard_files(files, index, FLAGS.num_shards)[0]
-    documents, skipped = ((after[name] - before[name]) // FLAGS.dupe_factor
-                          for name in ("documents", "skipped_lines"))
-    if documents == 0:
-        raise ValueError(f"no instances for {path}: the corpus file(s) {', '.join(shard_files)} gave no "
-                         f"document; {skipped} lines were skipped as not valid UTF-8 (or longer than "
-                         "1 MiB). Is this a UTF-8 text corpus?")
-    print(f"warning: {path} holds no instances: its share of the {documents} documents of "
-          f"{', '.join(shard_files)} was too small; use fewer --num_shards")
 
 
 def _shard_batches(files, tokenizer, masker, index, count, stats):

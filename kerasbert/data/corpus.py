@@ -31,17 +31,19 @@ _FILE_END = b"\xff"
 
 
 class CorpusStats:
-    """Counts kept while a corpus is read: documents, sentences, skipped lines.
+    """Counts kept while a corpus is read: documents, sentences, skipped lines, and (counted by
+    `kerasbert.data.pretraining.instance_batches` when it tokenizes them) the documents whose
+    text gives not one token (control characters, say).
 
     The counters are `tf.Variable`s that the `tf.data` pipeline adds to, so
     they are correct once the dataset has been iterated (in any order).
 
     >>> stats = CorpusStats()
     >>> stats.as_dict()
-    {'documents': 0, 'sentences': 0, 'skipped_lines': 0}
+    {'documents': 0, 'sentences': 0, 'skipped_lines': 0, 'documents_without_tokens': 0}
     """
 
-    names = ("documents", "sentences", "skipped_lines")
+    names = ("documents", "sentences", "skipped_lines", "documents_without_tokens")
 
     def __init__(self):
         self._counters = {name: tf.Variable(0, dtype=tf.int64, trainable=False, name=name)

@@ -69,6 +69,8 @@ def instance_batches(file_patterns, tokenizer, objective="nsp", max_seq_length=1
     def build(copy, number, sentences):
         tokens = tokenizer.tokenize(sentences.flat_values)
         documents = sentences.with_flat_values(tokens)
+        if stats is not None:
+            documents = _counted_without_tokens(documents, stats)
         window_seed = tf.random.experimental.stateless_fold_in(
             tf.random.experimental.stateless_fold_in(base, copy), number)
         return build_instances(documents, objective, tokenizer.layout, max_seq_length,
@@ -120,6 +122,16 @@ def pretraining_dataset(file_patterns, tokenizer, objective="nsp", batch_size=32
     return batches.map(_plain(lambda number, batch: masker(
         batch, tf.random.experimental.stateless_fold_in(mask_seed, number))),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def _counted_without_tokens(documents, stats):
+    """`documents` (ragged `[documents, sentences, tokens]`), once those without a single token
+    are counted in `stats`."""
+    tokens = tf.reduce_sum(tf.reduce_sum(tf.ones_like(documents, tf.int64), axis=2), axis=1)
+    counted = stats.add("documents_without_tokens",
+                        tf.reduce_sum(tf.cast(tokens == 0, tf.int64)))
+    with tf.control_dependencies([counted]):
+        return documents.with_flat_values(tf.identity(documents.flat_values))
 
 
 def _plain(function):

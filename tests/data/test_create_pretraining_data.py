@@ -2,6 +2,7 @@
 
 import gzip
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -134,9 +135,42 @@ def test_bad_flags_are_reported(corpus, tmp_path):
     assert not os.path.exists(tmp_path / "x.tfrecord")
 
 
+def test_a_share_too_small_for_an_instance(tmp_path):
+    """Six documents, in one file: one window, so with two shards the second gets no instance. In
+    one task it is written empty, with a warning (the task made instances); as the only shard of
+    task 1 of 2 it is an error that names the share and writes nothing (the task made none)."""
+    small = tmp_path / "small.txt"
+    small.write_text("\n\n".join("\n".join(f"The function returns value {number} of the list "
+                                            f"in section {document}." for number in range(4))
+                                  for document in range(6)) + "\n")
+    commands = [_command(small, tmp_path / "one" / "train.tfrecord", "--num_shards=2"),
+                _command(small, tmp_path / "two" / "train.tfrecord", "--num_shards=2",
+                         "--num_tasks=2", "--task_index=1")]
+    with ThreadPoolExecutor(len(commands)) as pool:
+        one, two = pool.map(lambda command: subprocess.run(
+            command, capture_output=True, text=True, timeout=600), commands)
+    assert one.returncode == 0, one.stderr[-3000:]
+    empty = tmp_path / "one" / "train-00001-of-00002.tfrecord"
+    assert (f"warning: {empty} holds no instances: its share of the corpus was too small; use "
+            "fewer --num_shards") in one.stdout
+    manifest = json.loads((tmp_path / "one" / "train.tfrecord.manifest.json").read_text())
+    assert [shard["instances"] > 0 for shard in manifest["shards"]] == [True, False]
+    assert two.returncode == 1 and "Traceback" not in two.stderr, two.stderr[-3000:]
+    assert two.stderr.strip().splitlines()[-1] == (
+        f"kerasbert-create-pretraining-data: error: no instances for task 1 of 2 of "
+        f"{tmp_path / 'two' / 'train.tfrecord'}: the 6 documents read from {small} (0 of them "
+        "without a single token; 0 lines were skipped as not valid UTF-8 (or longer than 1 MiB)) "
+        "were too few for one instance; use fewer --num_shards or --num_tasks. Nothing was "
+        "written")
+    assert os.listdir(tmp_path / "two") == []
+
+
 def test_a_corpus_without_text_is_an_error_that_leaves_nothing(tmp_path):
-    """Every line skipped (a binary file; Latin-1 text): a one-line error naming the files and the
-    skipped lines, not an empty TFRecord and exit status 0."""
+    """Every line skipped (a binary file; Latin-1 text), or, in `bytes(range(256))` repeated, one
+    "document" of control characters that gives no token: a one-line error naming the files, the
+    skipped lines and the documents without a token, not an empty TFRecord and exit status 0; in
+    several shards and in several tasks too. What a killed run left for the output file is
+    removed; a look-alike name is kept (and is all that is left)."""
     binary = tmp_path / "binary" / "image.bin"
     binary.parent.mkdir()
     binary.write_bytes(b"\n".join(bytes(range(0x80, 0x100)) * 3 for _ in range(40)))
@@ -144,17 +178,34 @@ def test_a_corpus_without_text_is_an_error_that_leaves_nothing(tmp_path):
     latin.parent.mkdir()
     latin.write_bytes("\n".join(["Le café est très fort."] * 30 + ["", "Où est la gare ?"] * 5)
                       .encode("latin-1"))
-    cases = [(binary, 40), (latin, 35)]  # the blank lines of the Latin-1 file are valid
-    commands = [_command(path, tmp_path / f"out-{index}" / "train.tfrecord")
-                for index, (path, _) in enumerate(cases)]
+    garbage = tmp_path / "garbage" / "all_bytes.txt"
+    garbage.parent.mkdir()
+    garbage.write_bytes(bytes(range(256)) * 40)
+    # (corpus, lines skipped, documents read, documents without a token, extra flags, shard):
+    # the blank lines of the Latin-1 file are valid; in `bytes(range(256))` each repetition has
+    # one line break, and the first line (bytes 0-9) is valid UTF-8: one document, no token.
+    cases = [(binary, 40, 0, 0, [], "train.tfrecord"), (latin, 35, 0, 0, [], "train.tfrecord"),
+             (garbage, 40, 1, 1, [], "train.tfrecord"),
+             (garbage, 40, 1, 1, ["--num_shards=3"], "train-00000-of-00003.tfrecord"),
+             (garbage, 40, 1, 1, ["--num_shards=2", "--num_tasks=2"],
+              "train-00000-of-00002.tfrecord")]
+    for index, (*_, shard) in enumerate(cases):
+        (tmp_path / f"out-{index}").mkdir()
+        (tmp_path / f"out-{index}" / f".tmp-{shard}-0a1b2c3d").write_bytes(b"half-written")
+        (tmp_path / f"out-{index}" / f".tmp-{shard}-mine").write_bytes(b"the user's")
+    commands = [_command(path, tmp_path / f"out-{index}" / "train.tfrecord", *extra)
+                for index, (path, _, _, _, extra, _) in enumerate(cases)]
     with ThreadPoolExecutor(len(commands)) as pool:
         results = list(pool.map(lambda command: subprocess.run(
             command, capture_output=True, text=True, timeout=600), commands))
-    for index, ((path, lines), result) in enumerate(zip(cases, results)):
+    for index, (case, result) in enumerate(zip(cases, results)):
+        path, lines, documents, without_tokens, extra, shard = case
         stderr = result.stderr.strip()
-        assert result.returncode != 0 and "Traceback" not in stderr, stderr[-3000:]
+        assert result.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
         last_line = stderr.splitlines()[-1]
         assert last_line.startswith("kerasbert-create-pretraining-data: error: no instances"), last_line
-        assert "gave no document" in last_line
-        assert str(path) in last_line and f"{lines} lines were skipped as not valid UTF-8" in last_line
-        assert not os.path.exists(tmp_path / f"out-{index}") or os.listdir(tmp_path / f"out-{index}") == []
+        assert f"{path} gave no document with a token ({documents} documents read, " \
+               f"{without_tokens} of them without a single token); {lines} lines were skipped " \
+               "as not valid UTF-8" in last_line
+        assert last_line.endswith("Nothing was written")
+        assert os.listdir(tmp_path / f"out-{index}") == [f".tmp-{shard}-mine"]
