@@ -1,10 +1,18 @@
 """Every binary, given an input file or vocabulary that does not exist, as a new user would: one line
-naming the binary and the missing path, a non-zero exit status, no traceback."""
+naming the binary and the missing path, a non-zero exit status, no traceback. And, through the
+installed console scripts (as a user runs them: stderr must then be exactly that one line), the
+other ways a binary stops: an error from inside TensorFlow (its first message line), a flag out of
+bounds, a Hugging Face config.json that is not a JSON object, damaged run files (named, with the
+missing field), Ctrl-C while a binary starts (status 130), and Ctrl-C while kerasbert-pretrain
+trains: it saves at the current step, exits 130 in one line, and the same command resumes there."""
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import filelock
@@ -83,6 +91,125 @@ def _run(case, tmp_path):
             "missing": missing.format(**places)}
 
 
+# Beyond a missing input. binary: (its arguments, exit status, the line it must print); "{op_error}"
+# stands for the first message line of the TensorFlow error a missing checkpoint raises, "{dir}"
+# for a folder the case's setup made (`_prepare`).
+ONE_LINE_CASES = {
+    "error inside TensorFlow (kerasbert-pretrain --init_checkpoint)": (
+        "kerasbert-pretrain", ["--model=bert_tiny_uncased", "--input_files={file}",
+                               "--train_steps=1", "--init_checkpoint={missing}/ckpt-1",
+                               "--model_dir={out}"],
+        1, "kerasbert-pretrain: error: {op_error}"),
+    "flag out of bounds (kerasbert-finetune --num_train_epochs=0)": (
+        "kerasbert-finetune", ["--task=sst2", "--model_dir={out}", "--num_train_epochs=0"],
+        1, "kerasbert-finetune: error: flag --num_train_epochs=0.0: --num_train_epochs must be "
+           "more than 0"),
+    "flag out of bounds (kerasbert-create-pretraining-data --dupe_factor=0)": (
+        "kerasbert-create-pretraining-data", ["--input_file={file}", "--output_file={out}/x",
+                                              "--dupe_factor=0"],
+        1, "kerasbert-create-pretraining-data: error: flag --dupe_factor=0: 0 is not a positive "
+           "integer"),
+    "config.json not an object (kerasbert-convert)": (
+        "kerasbert-convert", ["--input={dir}", "--output={out}/model.keras"],
+        1, "kerasbert-convert: error: {dir}/config.json is not a Hugging Face config: it holds an "
+           "array, not an object"),
+    "kerasbert_model.json not JSON (kerasbert-extract-features)": (
+        "kerasbert-extract-features", ["--model={dir}", "--input_file={file}",
+                                       "--output_file={out}/features.jsonl"],
+        1, "kerasbert-extract-features: error: {dir}/kerasbert_model.json is not a "
+           "kerasbert_model.json: not valid JSON (Expecting property name enclosed in double "
+           "quotes: line 1 column 2 (char 1))"),
+    "manifest without a field (kerasbert-create-pretraining-data)": (
+        "kerasbert-create-pretraining-data", ["--input_file={file}", "--output_file={dir}/train",
+                                              f"--vocab_file={VOCAB}"],
+        1, "kerasbert-create-pretraining-data: error: {dir}/train.manifest.json: no field 'flags'"),
+}
+
+# The flags of a tiny pretraining run that checkpoints every 5 steps.
+TINY_PRETRAINING = ["--model=bert_tiny_uncased", f"--text_files={CORPUS}", f"--vocab_file={VOCAB}",
+                    "--config_overrides=num_layers=1,hidden_size=32,num_heads=2,"
+                    "intermediate_size=64,max_positions=32",
+                    "--max_seq_length=32", "--max_predictions_per_seq=4", "--batch_size=4",
+                    "--train_steps=40", "--checkpoint_interval=5", "--steps_per_loop=1"]
+TIMEOUT_SECONDS = 600
+
+
+def console_script(name):
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    return beside if os.path.isfile(beside) else shutil.which(name)
+
+
+def _prepare(case, folder):
+    """The files a case reads (beside its output folder); their folder."""
+    folder.mkdir(parents=True)
+    if "config.json" in case:
+        (folder / "config.json").write_text("[]\n")
+    elif "kerasbert_model.json" in case:
+        (folder / "kerasbert_model.json").write_text("{encoder_config: 1}\n")
+    elif "manifest" in case:
+        (folder / "train.manifest.json").write_text('{"version": 1}\n')
+    return folder
+
+
+def _op_error(checkpoint):
+    """The first message line of the error TensorFlow raises restoring a missing checkpoint."""
+    import tensorflow as tf
+
+    try:
+        tf.train.Checkpoint(value=tf.Variable(0.0)).restore(checkpoint)
+    except tf.errors.OpError as error:
+        return error.message.strip().splitlines()[0]
+    raise AssertionError(f"restoring {checkpoint} raised nothing")
+
+
+def _run_one_line_case(case, tmp_path):
+    binary, arguments, status, line = ONE_LINE_CASES[case]
+    out = _output_folder(tmp_path, case)
+    places = {"missing": str(tmp_path / "missing"), "out": str(out),
+              "file": str(tmp_path / "input.txt"),
+              "dir": str(_prepare(case, tmp_path / "inputs" / out.name))}
+    result = subprocess.run([console_script(binary), *(a.format(**places) for a in arguments)],
+                            capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+    places["op_error"] = _op_error(f"{places['missing']}/ckpt-1")
+    return {"status": result.returncode, "stdout": result.stdout, "stderr": result.stderr,
+            "expected_status": status, "expected_line": line.format(**places)}
+
+
+def _interrupt_while_starting(tmp_path):
+    """Ctrl-C to kerasbert-vocab while it loads TensorFlow (its library is mapped)."""
+    process = subprocess.Popen(
+        [console_script("kerasbert-vocab"), f"--input_files={CORPUS}", "--type=wordpiece",
+         "--vocab_size=100", f"--output_dir={tmp_path / 'interrupted_vocab'}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + TIMEOUT_SECONDS
+    while "libtensorflow" not in open(f"/proc/{process.pid}/maps").read():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=TIMEOUT_SECONDS)
+    return {"status": process.returncode, "stdout": stdout, "stderr": stderr}
+
+
+def _interrupt_training(tmp_path):
+    """Ctrl-C to kerasbert-pretrain once it has saved step 5; then the same command again."""
+    model_dir = tmp_path / "interrupted_pretraining"
+    command = [console_script("kerasbert-pretrain"), f"--model_dir={model_dir}", *TINY_PRETRAINING]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    state, deadline = model_dir / "checkpoint", time.monotonic() + TIMEOUT_SECONDS
+    while not (state.exists() and 'ckpt-5"' in state.read_text()):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=TIMEOUT_SECONDS)
+    latest = state.read_text().splitlines()[0]
+    saved = sorted(name for name in os.listdir(model_dir) if name.endswith(".index"))
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+    return {"status": process.returncode, "stdout": stdout, "stderr": stderr,
+            "model_dir": str(model_dir), "latest": latest, "saved": saved,
+            "rerun_status": rerun.returncode, "rerun_stdout": rerun.stdout,
+            "rerun_stderr": rerun.stderr}
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     """Every case run at once (each process spends most of its few seconds importing TensorFlow);
@@ -94,8 +221,15 @@ def results(tmp_path_factory):
         if not (tmp_path / "results.json").exists():
             tmp_path.mkdir()
             (tmp_path / "input.txt").write_text("a sentence\n")
-            with ThreadPoolExecutor(max_workers=len(CASES)) as pool:
-                outcomes = dict(zip(CASES, pool.map(lambda case: _run(case, tmp_path), CASES)))
+            jobs = {**{case: (_run, case) for case in CASES},
+                    **{case: (_run_one_line_case, case) for case in ONE_LINE_CASES},
+                    "interrupted while starting": (_interrupt_while_starting,),
+                    "interrupted while training": (_interrupt_training,)}
+            # The training run first: it is the longest chain (two runs, one after the other).
+            order = sorted(jobs, key=lambda name: name != "interrupted while training")
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                futures = {name: pool.submit(*jobs[name], tmp_path) for name in order}
+                outcomes = {name: future.result() for name, future in futures.items()}
             (tmp_path / "results.json").write_text(json.dumps(outcomes))
     return tmp_path, json.loads((tmp_path / "results.json").read_text())
 
@@ -114,3 +248,33 @@ def test_missing_input_is_one_line_naming_it(results, case):
     if binary in WRITE_NOTHING:
         written = [files for _, _, files in os.walk(_output_folder(tmp_path, case)) if files]
         assert not written, written
+
+
+@pytest.mark.parametrize("case", ONE_LINE_CASES)
+def test_other_failures_are_one_line(results, case):
+    outcome = results[1][case]
+    assert outcome["stderr"].strip() == outcome["expected_line"], outcome["stderr"][-3000:]
+    assert outcome["status"] == outcome["expected_status"], outcome["stdout"][-2000:]
+
+
+def test_ctrl_c_while_starting_is_one_line_and_status_130(results):
+    outcome = results[1]["interrupted while starting"]
+    assert outcome["stderr"].strip() == "kerasbert-vocab: interrupted", outcome["stderr"][-3000:]
+    assert outcome["status"] == 130
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_training_saves_the_current_step_and_the_rerun_resumes_there(results):
+    outcome = results[1]["interrupted while training"]
+    model_dir = outcome["model_dir"]
+    lines = outcome["stderr"].strip().splitlines()
+    assert len(lines) == 1 and outcome["status"] == 130, outcome["stderr"][-3000:]
+    prefix = f"kerasbert-pretrain: interrupted; saved {model_dir}/ckpt-"
+    assert lines[0].startswith(prefix), lines
+    step = int(lines[0][len(prefix):].split(" ")[0])
+    assert lines[0] == (f"{prefix}{step} at step {step}; run the same command again to resume")
+    assert step >= 5 and outcome["latest"] == f'model_checkpoint_path: "ckpt-{step}"'
+    assert f"ckpt-{step}.index" in outcome["saved"]
+    assert outcome["rerun_status"] == 0, outcome["rerun_stderr"][-3000:]
+    assert f"Restored {model_dir}/ckpt-{step} at step {step}" in outcome["rerun_stdout"]
+    assert "Done:" in outcome["rerun_stdout"]
