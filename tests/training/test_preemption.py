@@ -23,7 +23,7 @@ import tensorflow as tf
 from kerasbert.data.tfrecords import serialize_instances, write_tfrecord
 from kerasbert.training.loop import UnreadableCheckpointError, restore_latest, train
 from kerasbert.training.preemption import (PREEMPTED_EXIT_STATUS, TrainingInterrupted,
-                                           TrainingPreempted)
+                                           TrainingPreempted, preemption_watcher)
 from tests.helpers import finish_processes
 
 pytestmark = pytest.mark.slow
@@ -229,6 +229,24 @@ def test_ctrl_c_saves_at_the_current_step_and_a_later_loop_trains_on(tmp_path):
                  checkpoint_interval=10, progress=False, log=messages.append)
     assert logs["step"] == step + 3
     assert messages[-1] == f"Restored {tmp_path}/ckpt-{step} at step {step}"
+
+
+def test_a_second_ctrl_c_stops_at_once():
+    """The first SIGINT is remembered until the loop's next check (which saves); a second one
+    before that raises KeyboardInterrupt at once, without saving."""
+    watcher = preemption_watcher(tf.distribute.OneDeviceStrategy("/cpu:0"))
+    saved = []
+    with watcher.watching(save=lambda: saved.append(3) or 3):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)  # the handler runs: nothing raised, nothing saved yet
+        assert saved == []
+        with pytest.raises(KeyboardInterrupt, match="second Ctrl-C, without saving"):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        assert saved == []
+        with pytest.raises(TrainingInterrupted) as interrupted:
+            watcher.check()
+    assert saved == [3] and interrupted.value.step == 3
 
 
 # --- non-finite loss ------------------------------------------------------------------------
