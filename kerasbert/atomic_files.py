@@ -81,7 +81,8 @@ def remove_stale_siblings(destination):
     >>> folder = tempfile.mkdtemp()
     >>> for name in (".tmp-vocab.txt-0a1b2c3d", ".tmp-vocab.txt-notes", "vocab.txt"):
     ...     open(os.path.join(folder, name), "w").close()
-    >>> [os.path.basename(path) for path in remove_stale_siblings(os.path.join(folder, "vocab.txt"))]
+    >>> removed = remove_stale_siblings(os.path.join(folder, "vocab.txt"))
+    >>> [os.path.basename(path) for path in removed]
     ['.tmp-vocab.txt-0a1b2c3d']
     >>> sorted(os.listdir(folder))
     ['.tmp-vocab.txt-notes', 'vocab.txt']

@@ -71,7 +71,7 @@ def read_json_file(path, what="a JSON file", expected=dict):
     >>> read_json_file(path, "a Hugging Face config")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    kerasbert.json_files.JsonFileError: .../config.json is not a Hugging Face config: it holds an array, not an object
+    kerasbert.json_files.JsonFileError: .../config.json is not a Hugging Face config: it holds an ...
     """
     try:
         with open(path, encoding="utf-8") as file:

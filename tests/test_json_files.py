@@ -49,7 +49,7 @@ def test_a_damaged_kerasbert_model_json_is_named(tmp_path):
     (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')
     (tmp_path / "ckpt-1.index").write_bytes(b"")
     source = pretrained_source(tmp_path)
-    with pytest.raises(ValueError, match=re.escape(f"kerasbert_model.json: no field "
+    with pytest.raises(ValueError, match=re.escape("kerasbert_model.json: no field "
                                                    "'encoder_config'")):
         source.make_encoder()
     (tmp_path / "kerasbert_model.json").write_text("[]")
