@@ -200,8 +200,10 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
 
     def train_batches(context):
         batch_size = context.get_per_replica_batch_size(settings.train_batch_size)
+        # Every pass's order is made from the seed and the pass's number alone, so that a run
+        # restored from a checkpoint sees the batches of an uninterrupted one (data.passes).
         batches = task.dataset(train_examples, tokenizer, settings, batch_size, training=True,
-                               seed=seed).repeat()
+                               seed=seed, epochs=None)
         if settings.tf_data_service is None:
             return batches
         return distribute(batches, settings.tf_data_service, DISTRIBUTED_EPOCH)
