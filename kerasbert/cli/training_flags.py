@@ -21,3 +21,6 @@ flags.DEFINE_integer("checkpoint_interval", 1000, "Steps between checkpoints.")
 flags.DEFINE_integer("max_recoveries", 0, "Times a non-finite loss is recovered from: back to the "
                      "last checkpoint, then the offending batch is skipped (0: stop at the first, "
                      "with an error naming the step).", lower_bound=0)
+flags.DEFINE_boolean("overwrite", False, "Start over: remove what an earlier run of this binary "
+                     "wrote into --model_dir (its run record, checkpoints, logs and results; "
+                     "nothing else) instead of continuing it.")

@@ -196,6 +196,25 @@ def test_resumes_after_a_kill_bit_for_bit(workspace, trained, pretrained_tiny_be
         assert (model_dir / name).read_bytes() == (trained / name).read_bytes(), name
 
 
+def test_a_rerun_with_other_values_is_refused_changing_nothing(trained, pretrained_tiny_bert_file):
+    recorded = read_json(trained / "kerasbert_run.json")
+    assert recorded["program"] == "kerasbert-finetune"
+    assert recorded["flags"]["learning_rate"] == 1e-3 and recorded["flags"]["task"] == "wordnet_gloss"
+    assert recorded["model"]["num_labels"] == 45 and recorded["model"]["encoder_config"]
+    before = {name: (trained / name).read_bytes() for name in os.listdir(trained)
+              if (trained / name).is_file()}
+    workspace = trained.parent
+    result = run(main_run_command(workspace, trained, pretrained_tiny_bert_file,
+                                  "--learning_rate=2e-3", "--num_train_epochs=3"), check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("kerasbert-finetune: error: ") and "--overwrite" in line
+    assert "--learning_rate: recorded 0.001, given 0.002" in line
+    assert "--num_train_epochs: recorded 2.0, given 3.0" in line
+    assert {name: (trained / name).read_bytes() for name in os.listdir(trained)
+            if (trained / name).is_file()} == before
+
+
 def checkpoint_values(prefix):
     """{name: array} of every numeric tensor of the checkpoint `prefix`."""
     reader = tf.train.load_checkpoint(str(prefix))
