@@ -21,7 +21,10 @@ tasks, task I writes `<output_file>.task-0000I-of-0000N.manifest.json` (so the
 tasks never overwrite each other's), then, last, `<output_file>.manifest.json`:
 the union of the task manifests present, `"complete": true` once all N are in.
 A rerun of a task whose manifest exists (same
-flags) does nothing. A shard whose files give no document at all (every line
+flags) does nothing. Before its first shard a run writes the data set's intent,
+`<output_file>.intent.json` (its flags and the corpus files they match; removed once the
+manifest says the data set is complete): a rerun over an unfinished output with other flags or
+inputs is refused, naming each difference, and changes nothing. A shard whose files give no document at all (every line
 skipped as not UTF-8, say) is an error naming the files and the skipped lines,
 and leaves no file behind; a shard that gets too few documents for an instance
 is written empty, with a warning.
@@ -43,8 +46,9 @@ from absl import app, flags  # noqa: E402
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 
 from kerasbert.data.corpus import BAD_LINE_POLICIES, FORMATS, CorpusStats, corpus_files  # noqa: E402
-from kerasbert.data.manifest import (combined_manifest, manifest_path, read_manifest,  # noqa: E402
-                                     task_manifest, task_manifest_path, write_manifest)
+from kerasbert.data.manifest import (combined_manifest, finish_intent, manifest_path,  # noqa: E402
+                                     read_manifest, start_intent, task_manifest,
+                                     task_manifest_path, write_manifest)
 from kerasbert.data.masking import MaskedLmMasker  # noqa: E402
 from kerasbert.data.pretraining import instance_batches  # noqa: E402
 from kerasbert.data.tfrecords import (completed_shards, serialize_instances, shard_paths,  # noqa: E402
@@ -91,6 +95,8 @@ def main(argv):
     own_manifest = task_manifest_path(FLAGS.output_file, FLAGS.task_index, FLAGS.num_tasks)
     if _finished(own_manifest, paths[FLAGS.task_index::FLAGS.num_tasks]):
         print(f"{own_manifest} lists this task's shards, all present; nothing to do")
+        if FLAGS.num_tasks == 1:
+            finish_intent(FLAGS.output_file)
         _write_combined_manifest()
         return
     files = corpus_files(FLAGS.input_file)
@@ -102,26 +108,37 @@ def main(argv):
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         whole_word=FLAGS.do_whole_word_mask or FLAGS.ngram > 1, max_ngram=FLAGS.ngram)
     done = completed_shards(paths)
+    # Before the first shard: what this (unfinished) data set is made with, or a refusal to go on
+    # with other flags than it was started with.
+    new_data_set = start_intent(FLAGS.output_file, _manifest_flags(), files,
+                                [path for path, complete in zip(paths, done) if complete])
     summary = Summary()
     summary.window_sharded = len(files) < len(paths)
     stats = CorpusStats()
     bar = keras.utils.Progbar(None, unit_name="instance", interval=1.0)
-    for index in range(FLAGS.task_index, len(paths), FLAGS.num_tasks):
-        if done[index]:
-            print(f"{paths[index]} is complete; skipped")
-            continue
-        batches = _shard_batches(files, tokenizer, masker, index, len(paths), stats)
-        records = _checked_not_empty(_records(batches, summary, bar), paths[index], files, index,
-                                     stats)
-        # The shard's temporary file exists from the start of its work (a kill leaves only it).
-        write_tfrecord(paths[index], records, compression=_compression())
-        summary.shards_built += 1
+    try:
+        for index in range(FLAGS.task_index, len(paths), FLAGS.num_tasks):
+            if done[index]:
+                print(f"{paths[index]} is complete; skipped")
+                continue
+            batches = _shard_batches(files, tokenizer, masker, index, len(paths), stats)
+            records = _checked_not_empty(_records(batches, summary, bar), paths[index], files,
+                                         index, stats)
+            # The shard's temporary file exists from the start of its work (a kill leaves only it).
+            write_tfrecord(paths[index], records, compression=_compression())
+            summary.shards_built += 1
+    except BaseException:
+        if new_data_set and not any(completed_shards(paths)):
+            finish_intent(FLAGS.output_file)  # a failed new data set leaves nothing behind
+        raise
     print()
     shard_inputs = {paths[index]: _shard_files(files, index, len(paths))[0]
                     for index in range(FLAGS.task_index, len(paths), FLAGS.num_tasks)}
     write_manifest(own_manifest, task_manifest(shard_inputs, FLAGS.random_seed, _manifest_flags(),
                                                FLAGS.task_index, FLAGS.num_tasks, _compression()))
     print(f"wrote {own_manifest}")
+    if FLAGS.num_tasks == 1:
+        finish_intent(FLAGS.output_file)  # the manifest now says what the data set was made with
     _write_combined_manifest()
     summary.print(stats, time.time() - started)
 
@@ -168,6 +185,8 @@ def _write_combined_manifest():
             write_manifest(path, combined)
         if combined_manifest(FLAGS.output_file, FLAGS.num_tasks) == combined:
             break
+    if combined["complete"]:
+        finish_intent(FLAGS.output_file)
     done = len(combined["task_indices"])
     print(f"wrote {path}: {done} of {FLAGS.num_tasks} tasks done"
           + ("; the data set is complete" if combined["complete"] else ""))
