@@ -70,6 +70,24 @@ def start_run(run_dir, quick):
         {"quick": quick, "settings": dataclasses.asdict(settings)}, indent=1) + "\n")
 
 
+def read_run(run_dir):
+    """`(quick, settings)` recorded in a run's `run.json`: what a continued run goes on with.
+
+    >>> import tempfile
+    >>> run_dir = tempfile.mkdtemp(); start_run(run_dir, quick=True)
+    >>> read_run(run_dir) == (True, stages_module.QUICK)
+    True
+    """
+    path = os.path.join(run_dir, RUN_FILE)
+    try:
+        with open(path, encoding="utf-8") as file:
+            recorded = json.load(file)
+        return bool(recorded["quick"]), stages_module.Settings(**recorded["settings"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise StageError(f"{path} is not a main-job run record ({type(error).__name__}: "
+                         f"{error}); start a new run in another --run_dir") from None
+
+
 def glosses(split, count):
     """`(label, text)` of the first `count` glosses of the shipped `split`.
 
@@ -85,11 +103,13 @@ def run_main_job(runs_dir="runs", quick=False, run_dir=None, out=print):
     """Run (or continue) every stage in order; return the summary written to `summary.json`."""
     run_dir = os.path.abspath(run_dir or choose_run_dir(runs_dir, quick))
     continuing = os.path.isfile(os.path.join(run_dir, RUN_FILE))
+    if not continuing and os.path.isdir(run_dir) and os.listdir(run_dir):
+        # Its stages would start by deleting their unfinished outputs (data/, export/, ...).
+        raise FileExistsError(f"{run_dir} is not empty and is not a main-job run (no {RUN_FILE}); "
+                              "give an empty or new --run_dir, or a run's folder to continue it")
     os.makedirs(run_dir, exist_ok=True)
     start_run(run_dir, quick)
-    with open(os.path.join(run_dir, RUN_FILE), encoding="utf-8") as file:
-        quick = json.load(file)["quick"]
-    settings = stages_module.QUICK if quick else stages_module.FULL
+    quick, settings = read_run(run_dir)  # a continued run goes on with its own settings
     out(f"{'Continuing' if continuing else 'Starting'} {'a quick' if quick else 'a'} run in "
         f"{run_dir}")
     started = time.time()
