@@ -1,17 +1,24 @@
 """The main job (`kerasbert-demo --quick`): every stage through its console script, on the shipped
-data, interrupted once and continued; what it writes and shows."""
+data, interrupted once during pretraining and continued; what it writes and shows; the continued
+pretraining ends bit for bit as an uninterrupted one; a continued run keeps its recorded
+settings; a folder that is not a run is refused."""
 
+import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from kerasbert.main_job import QUICK
-from kerasbert.main_job.runner import StageError, format_table, run_stage
+from kerasbert.main_job.runner import (RUN_FILE, StageError, format_table, read_run, run_stage,
+                                       start_run)
 from kerasbert.main_job.stages import Stage, plan
 
 pytestmark = pytest.mark.slow
@@ -78,8 +85,71 @@ def test_interrupted_run_continues_where_it_stopped(interrupted_then_finished, r
     with open(os.path.join(run_dir, "logs", "pretrain.log"), encoding="utf-8") as file:
         log = file.read()
     assert log.count("$ ") == 2  # started twice, the second time from the checkpoint
+    # The second start restored the last checkpoint: the one of the checkpoint interval, or the
+    # one the interrupted process saved on Ctrl-C, wherever that was.
+    restored = re.findall(r"Restored (\S+)/ckpt-(\d+) at step (\d+)", log)
+    assert len(restored) == 1, log[-3000:]
+    (directory, number, step), = restored
+    assert directory == os.path.join(run_dir, "pretrain") and number == step
+    assert 0 < int(step) < QUICK.pretrain_steps
+    assert f"Restored {directory}/ckpt-{step} at step {step}" in second
     with open(os.path.join(run_dir, "stages", "pretrain.json"), encoding="utf-8") as file:
         assert json.load(file)["size_bytes"] > 0
+
+
+def _checkpoint(prefix):
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {name: reader.get_tensor(name) for name, dtype in
+            reader.get_variable_to_dtype_map().items() if dtype.is_floating or dtype.is_integer}
+
+
+def test_the_continued_pretraining_ends_as_an_uninterrupted_one(run_dir, tmp_path):
+    """The pretraining stage's binary, run uninterrupted with the run's flagfile into another
+    folder, ends with every tensor of its final checkpoint equal to the continued run's."""
+    other = tmp_path / "pretrain"
+    result = subprocess.run(
+        [sys.executable, "-m", "kerasbert.cli.pretrain",
+         f"--flagfile={os.path.join(run_dir, 'flags', 'pretrain.flags')}", f"--model_dir={other}"],
+        capture_output=True, text=True, timeout=1800,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "Restored" not in result.stdout
+    final = f"ckpt-{QUICK.pretrain_steps}"
+    continued, uninterrupted = (_checkpoint(os.path.join(folder, final))
+                                for folder in (os.path.join(run_dir, "pretrain"), other))
+    assert continued.keys() == uninterrupted.keys() and len(continued) > 50
+    for name in continued:
+        np.testing.assert_array_equal(continued[name], uninterrupted[name], err_msg=name)
+
+
+def test_a_continued_run_keeps_its_recorded_settings(tmp_path):
+    start_run(str(tmp_path), quick=True)
+    path = tmp_path / RUN_FILE
+    recorded = json.loads(path.read_text())
+    recorded["settings"]["pretrain_steps"] = 7
+    path.write_text(json.dumps(recorded))
+    quick, settings = read_run(str(tmp_path))
+    assert quick and settings == dataclasses.replace(QUICK, pretrain_steps=7)
+    pretrain = [stage for stage in plan(str(tmp_path), settings) if stage.name == "pretrain"][0]
+    assert "--train_steps=7" in pretrain.flagfile_lines()
+    path.write_text(json.dumps({"quick": True, "settings": {"pretrain_steps": 7}}))
+    with pytest.raises(StageError, match=f"{path} is not a main-job run record"):
+        read_run(str(tmp_path))
+
+
+def test_a_folder_that_is_not_a_run_is_refused_and_kept(tmp_path):
+    folder = tmp_path / "mine"
+    for name in ("data/keep.txt", "export/model.txt", "notes.txt"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(name)
+    result = subprocess.run([DEMO, "--quick", f"--run_dir={folder}"], capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith("kerasbert-demo: error: ") and "not a main-job run" in lines[-1]
+    assert sorted(str(path.relative_to(folder)) for path in folder.rglob("*.txt")) == [
+        "data/keep.txt", "export/model.txt", "notes.txt"]
+    assert not (folder / RUN_FILE).exists()
 
 
 def test_terminal_shows_stages_not_tensorflow_noise(interrupted_then_finished):

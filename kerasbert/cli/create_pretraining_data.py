@@ -21,13 +21,15 @@ tasks, task I writes `<output_file>.task-0000I-of-0000N.manifest.json` (so the
 tasks never overwrite each other's), then, last, `<output_file>.manifest.json`:
 the union of the task manifests present, `"complete": true` once all N are in.
 A rerun of a task whose manifest exists (same
-flags) does nothing. A task that makes no instance at all (a corpus of binary
-garbage, say) is an error naming the input files, the lines skipped and the
-documents that gave no token, and writes no shard and no manifest; so is a
-shard whose own files give no document with a token. A shard that gets too few
-documents for an instance, in a task that makes some, is written empty, with a
-warning (`kerasbert.data.empty_shards`; with several tasks each task is held to
-this on its own share).
+flags) does nothing. Before its first shard a run writes the data set's intent,
+`<output_file>.intent.json` (its flags and the corpus files they match; removed once the
+manifest says the data set is complete): a rerun over an unfinished output with other flags or
+inputs is refused, naming each difference, and changes nothing. A task that makes no instance
+at all (a corpus of binary garbage, say) is an error naming the input files, the lines skipped
+and the documents that gave no token, and writes no shard and no manifest; so is a shard whose
+own files give no document with a token. A shard that gets too few documents for an instance,
+in a task that makes some, is written empty, with a warning (`kerasbert.data.empty_shards`;
+with several tasks each task is held to this on its own share).
 
     kerasbert-create-pretraining-data --input_file='corpus/*.txt' \\
         --output_file=out/train.tfrecord --vocab_file=vocab.txt --do_lower_case \\
@@ -47,8 +49,9 @@ from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 
 from kerasbert.data.corpus import BAD_LINE_POLICIES, FORMATS, CorpusStats, corpus_files  # noqa: E402
 from kerasbert.data.empty_shards import EmptyShard, ShareCounts, not_empty  # noqa: E402
-from kerasbert.data.manifest import (combined_manifest, manifest_path, read_manifest,  # noqa: E402
-                                     task_manifest, task_manifest_path, write_manifest)
+from kerasbert.data.manifest import (combined_manifest, finish_intent, manifest_path,  # noqa: E402
+                                     read_manifest, start_intent, task_manifest,
+                                     task_manifest_path, write_manifest)
 from kerasbert.data.masking import MaskedLmMasker  # noqa: E402
 from kerasbert.data.pretraining import instance_batches  # noqa: E402
 from kerasbert.data.tfrecords import (completed_shards, serialize_instances, shard_paths,  # noqa: E402
@@ -96,6 +99,8 @@ def main(argv):
     own_manifest = task_manifest_path(FLAGS.output_file, FLAGS.task_index, FLAGS.num_tasks)
     if _finished(own_manifest, paths[FLAGS.task_index::FLAGS.num_tasks]):
         print(f"{own_manifest} lists this task's shards, all present; nothing to do")
+        if FLAGS.num_tasks == 1:
+            finish_intent(FLAGS.output_file)
         _write_combined_manifest()
         return
     files = corpus_files(FLAGS.input_file)
@@ -107,6 +112,10 @@ def main(argv):
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         whole_word=FLAGS.do_whole_word_mask or FLAGS.ngram > 1, max_ngram=FLAGS.ngram)
     done = completed_shards(paths)
+    # Before the first shard: what this (unfinished) data set is made with, or a refusal to go on
+    # with other flags than it was started with.
+    new_data_set = start_intent(FLAGS.output_file, _manifest_flags(), files,
+                                [path for path, complete in zip(paths, done) if complete])
     summary = Summary()
     summary.window_sharded = len(files) < len(paths)
     stats = CorpusStats()
@@ -114,25 +123,31 @@ def main(argv):
     share = ShareCounts(files, FLAGS.dupe_factor, summary.window_sharded)
     held_back = []  # shards without instances: written (empty) only if the task makes some
     own = range(FLAGS.task_index, len(paths), FLAGS.num_tasks)
-    for index in own:
-        if done[index]:
-            print(f"{paths[index]} is complete; skipped")
-            continue
-        batches = _shard_batches(files, tokenizer, masker, index, len(paths), stats)
-        before = stats.as_dict()
-        try:
-            # The shard's temporary file exists from the start of its work (a kill leaves only it).
-            write_tfrecord(paths[index], not_empty(_records(batches, summary, bar)),
-                           compression=_compression())
-            summary.shards_built += 1
-        except EmptyShard:
-            held_back.append(index)
-        shard = share.add(before, stats.as_dict(), _shard_files(files, index, len(paths))[0])
-        if not summary.window_sharded and not shard.has_text():
-            raise ValueError(shard.error(f"no instances for {paths[index]}"))
-    print()
-    if summary.instances == 0 and not any(done[index] for index in own):
-        raise ValueError(share.error(_no_instances_subject(), _too_small_advice()))
+    try:
+        for index in own:
+            if done[index]:
+                print(f"{paths[index]} is complete; skipped")
+                continue
+            batches = _shard_batches(files, tokenizer, masker, index, len(paths), stats)
+            before = stats.as_dict()
+            try:
+                # The shard's temporary file exists from the start of its work (a kill leaves
+                # only it).
+                write_tfrecord(paths[index], not_empty(_records(batches, summary, bar)),
+                               compression=_compression())
+                summary.shards_built += 1
+            except EmptyShard:
+                held_back.append(index)
+            shard = share.add(before, stats.as_dict(), _shard_files(files, index, len(paths))[0])
+            if not summary.window_sharded and not shard.has_text():
+                raise ValueError(shard.error(f"no instances for {paths[index]}"))
+        print()
+        if summary.instances == 0 and not any(done[index] for index in own):
+            raise ValueError(share.error(_no_instances_subject(), _too_small_advice()))
+    except BaseException:
+        if new_data_set and not any(completed_shards(paths)):
+            finish_intent(FLAGS.output_file)  # a failed new data set leaves nothing behind
+        raise
     for index in held_back:
         print(f"warning: {paths[index]} holds no instances: its share of the corpus was too "
               f"small; use fewer --num_shards")
@@ -143,6 +158,8 @@ def main(argv):
     write_manifest(own_manifest, task_manifest(shard_inputs, FLAGS.random_seed, _manifest_flags(),
                                                FLAGS.task_index, FLAGS.num_tasks, _compression()))
     print(f"wrote {own_manifest}")
+    if FLAGS.num_tasks == 1:
+        finish_intent(FLAGS.output_file)  # the manifest now says what the data set was made with
     _write_combined_manifest()
     summary.print(stats, time.time() - started)
 
@@ -189,6 +206,8 @@ def _write_combined_manifest():
             write_manifest(path, combined)
         if combined_manifest(FLAGS.output_file, FLAGS.num_tasks) == combined:
             break
+    if combined["complete"]:
+        finish_intent(FLAGS.output_file)
     done = len(combined["task_indices"])
     print(f"wrote {path}: {done} of {FLAGS.num_tasks} tasks done"
           + ("; the data set is complete" if combined["complete"] else ""))

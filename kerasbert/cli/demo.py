@@ -3,8 +3,10 @@
     kerasbert-demo            # about 10 minutes on 2 CPU cores; writes runs/<timestamp>/
     kerasbert-demo --quick    # the same stages at toy sizes, about 2 minutes
 
-Interrupted, the same command continues the newest unfinished run. Every stage is a console
-script run with the flagfile in `runs/<timestamp>/flags/`, so one stage can be rerun alone.
+Interrupted, the same command continues the newest unfinished run, with the settings recorded
+in its `run.json`. `--run_dir=DIR` continues the run in DIR, or starts one there if DIR is
+empty or new; any other DIR is refused. Every stage is a console script run with the flagfile
+in `runs/<timestamp>/flags/`, so one stage can be rerun alone.
 """
 
 from absl import app, flags
@@ -15,7 +17,8 @@ from kerasbert.main_job import StageError, run_main_job
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Toy sizes: every stage in about 2 minutes.")
 flags.DEFINE_string("runs_dir", "runs", "Where runs go (runs/<timestamp>/).")
-flags.DEFINE_string("run_dir", None, "Continue (or start) this run directory instead.")
+flags.DEFINE_string("run_dir", None, "Continue the run in this folder, or start one in it if "
+                    "it is empty or new (any other folder is refused).")
 
 
 def main(argv):

@@ -21,9 +21,12 @@ the cosine loss of the last hidden states (which needs equal hidden sizes: other
 Batches come from `--input_files` (pretraining TFRecords) or `--text_files` (tokenized with
 `--vocab_file` / `--tokenizer_dir`, or the teacher's own tokenizer when it has one). Flags can
 come from a file (`--flagfile`). `--model_dir` gets checkpoints (restarted with the same
-flags, a run resumes at the same step and data position), TensorBoard logs, and
-`kerasbert_model.json`, so `kerasbert-finetune --init_from=<model_dir>` starts from the
-student; at the end the student's pretraining model is saved as `<model_dir>/student.keras`.
+flags, a run resumes at the same step and data position), TensorBoard logs, the run record
+`kerasbert_run.json` (the flags that shape the run and the student's config: a rerun with other
+values is refused, naming them; `--overwrite` starts over, see
+`kerasbert.training.run_record`) and `kerasbert_model.json`, so
+`kerasbert-finetune --init_from=<model_dir>` starts from the student; at the end the student's
+pretraining model is saved as `<model_dir>/student.keras`.
 
 Task distillation: when `--task` is on the command line (`--task=T` or `--task T`), the whole
 command line goes to `kerasbert-finetune`, whose `--teacher=PATH` (a fine-tuned model) then
@@ -57,6 +60,8 @@ from kerasbert.training.finetune import write_json  # noqa: E402
 from kerasbert.training.loop import TrainingError, train  # noqa: E402
 from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,  # noqa: E402
                                                    pretraining_description)
+from kerasbert.training.run_record import (TRAINING_OUTPUTS, RunRecord, matching,  # noqa: E402
+                                          recorded_flags)
 
 STUDENT_FILE = "student.keras"
 _TASK_FLAG = re.compile(r"--?task(=|$)")
@@ -86,6 +91,10 @@ def main(argv):
     if len(argv) > 1:
         raise ValueError(f"Unexpected arguments: {argv[1:]}")
     check_input_flags()
+    record = RunRecord(FLAGS.model_dir, "kerasbert-distill", recorded_flags(FLAGS),
+                       matching(*TRAINING_OUTPUTS, PRETRAINED_MODEL_FILE, STUDENT_FILE),
+                       FLAGS.overwrite)
+    record.check()  # before anything is written into --model_dir
     logging.set_verbosity(logging.WARNING)
     layer_map = _layer_map()
     overrides = config_overrides(FLAGS.student_overrides, "--student_overrides")
@@ -115,9 +124,11 @@ def main(argv):
         distiller.compile(optimizer=optimizer_from_flags())
     print(f"{strategy_summary(strategy)}; teacher {_describe(distiller.teacher)} -> student "
           f"{_describe(student)}")
-    write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), pretraining_description(
+    description = pretraining_description(
         student.encoder.config, student.heads, None,
-        tokenizer_arguments() or teacher_tokenizer_arguments(FLAGS.teacher)))
+        tokenizer_arguments() or teacher_tokenizer_arguments(FLAGS.teacher))
+    record.start(description)
+    write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
     logs = train(distiller, strategy, lambda context: pretraining_batches(
                      tokenizer, FLAGS.objective, context),
                  FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,

@@ -13,8 +13,11 @@ from `--vocab_file` / `--tokenizer_dir`.
 `--model_dir` gets `eval_results.json`, the dev predictions (`dev_predictions.tsv`;
 `predictions.json`, `null_odds.json`, `nbest_predictions.json`; `dev_predictions.txt`), the best
 model as `model.keras`, test predictions (GLUE submission files), checkpoints and TensorBoard
-logs. Restarted with the same flags, it resumes from the last checkpoint. Flags can come from a
-file (`--flagfile`).
+logs. Restarted with the same flags, it resumes from the last checkpoint and ends as an
+uninterrupted run would, bit for bit. The first start records the flags that shape the run and
+the model's config in `kerasbert_run.json`; a rerun with other values is refused, naming them,
+and `--overwrite` starts over (`kerasbert.training.run_record`). Flags can come from a file
+(`--flagfile`).
 
 Task distillation: `--teacher=PATH` (a fine-tuned task model of the same task and labels: a
 `.keras` file, a `kerasbert-finetune --model_dir`, or a Hugging Face task folder) teaches the
@@ -44,10 +47,11 @@ from kerasbert.models.encoder import build_encoder  # noqa: E402
 from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
 from kerasbert.training.finetune import (EVAL_RESULTS, MODEL_FILE, Distillation,  # noqa: E402
                                          FinetuneSettings, TaskFiles, evaluate_dev, finetune,
-                                         load_task_teacher, write_json)
+                                         load_task_teacher, run_outputs, write_json)
 from kerasbert.training.finetuning_tasks import FINETUNING_TASKS, get_finetuning_task  # noqa: E402
 from kerasbert.training.loop import TrainingError  # noqa: E402
 from kerasbert.training.pretrained_sources import pretrained_source  # noqa: E402
+from kerasbert.training.run_record import RunRecord, recorded_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 FLAGS.set_default("learning_rate", 5e-5)  # as in the BERT paper
@@ -142,6 +146,9 @@ def main(argv):
 def _train_and_eval(task, files, settings):
     if files.train is None:
         raise app.UsageError("train_and_eval needs --train_file or --data_dir")
+    record = RunRecord(FLAGS.model_dir, "kerasbert-finetune", recorded_flags(FLAGS), run_outputs,
+                       FLAGS.overwrite)
+    record.check()  # before anything is written into --model_dir
     distillation = _distillation()
     if FLAGS.init_from is None and distillation is None:
         raise app.UsageError("train_and_eval needs --init_from (the pretrained model)")
@@ -166,7 +173,7 @@ def _train_and_eval(task, files, settings):
               f"soft-target weight {FLAGS.distill_alpha}")
     seeds = [FLAGS.seed + offset for offset in range(FLAGS.num_seeds)]
     results = finetune(task, make_encoder, tokenizer, files, FLAGS.model_dir, settings,
-                       strategy, seeds, distillation=distillation)
+                       strategy, seeds, distillation=distillation, run_record=record)
     print(f"\nBest dev results ({os.path.join(FLAGS.model_dir, EVAL_RESULTS)}): " + ", ".join(
         f"{name} {value:.4f}" for name, value in results.items() if isinstance(value, float)))
 

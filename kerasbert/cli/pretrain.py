@@ -7,7 +7,10 @@
 
 Flags can also come from a file (`--flagfile=run.flags`, absl's). Restarted with
 the same flags, it resumes from the last checkpoint in `--model_dir`, at the
-same step and position in the data. `--model_dir` also gets `kerasbert_model.json`
+same step and position in the data. The first start records the flags that shape
+the run and the model's config in `--model_dir/kerasbert_run.json`; a rerun with
+other values is refused, naming them, and `--overwrite` starts over
+(`kerasbert.training.run_record`). `--model_dir` also gets `kerasbert_model.json`
 (the model's config and tokenizer), so `kerasbert-finetune --init_from=<model_dir>`
 starts from the latest checkpoint.
 """
@@ -38,6 +41,8 @@ from kerasbert.training.loop import TrainingError, model_variables, train  # noq
 from kerasbert.training.finetune import write_json  # noqa: E402
 from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,  # noqa: E402
                                                    pretraining_description)
+from kerasbert.training.run_record import (TRAINING_OUTPUTS, RunRecord, matching,  # noqa: E402
+                                          recorded_flags)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model", None, "Zoo preset, e.g. bert_base_uncased.", required=True)
@@ -59,6 +64,9 @@ def main(argv):
         check_input_flags()
     except ValueError as error:
         raise app.UsageError(str(error)) from None
+    record = RunRecord(FLAGS.model_dir, "kerasbert-pretrain", recorded_flags(FLAGS),
+                       matching(*TRAINING_OUTPUTS, PRETRAINED_MODEL_FILE), FLAGS.overwrite)
+    record.check()  # before anything is written into --model_dir
     logging.set_verbosity(logging.WARNING)
     strategy = get_strategy(FLAGS.strategy, num_gpus=FLAGS.num_gpus, tpu=FLAGS.tpu)
     keras.utils.set_random_seed(FLAGS.seed)
@@ -84,10 +92,12 @@ def main(argv):
         if FLAGS.init_checkpoint:
             _initialize(model, encoder, FLAGS.init_checkpoint)
         model.compile(optimizer=optimizer_from_flags())
-    # Written once the initial weights are known to fit, so a refused run leaves nothing behind.
-    write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), pretraining_description(
+    description = pretraining_description(
         config, None if electra else _HEADS[FLAGS.objective],
-        FLAGS.generator_ratio if electra else None, tokenizer_arguments()))
+        FLAGS.generator_ratio if electra else None, tokenizer_arguments())
+    # Written once the initial weights are known to fit, so a refused run leaves nothing behind.
+    record.start(description)
+    write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
     logs = train(model, strategy,
                  lambda context: pretraining_batches(tokenizer, FLAGS.objective, context),
                  FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,

@@ -24,3 +24,6 @@ flags.DEFINE_integer("max_recoveries", 0, "Times a non-finite loss is recovered 
                      "last checkpoint, then the offending batch is skipped (0: stop at the first, "
                      "with an error naming the step).", lower_bound=0)
 require_positive("learning_rate")
+flags.DEFINE_boolean("overwrite", False, "Start over: remove what an earlier run of this binary "
+                     "wrote into --model_dir (its run record, checkpoints, logs and results; "
+                     "nothing else) instead of continuing it.")

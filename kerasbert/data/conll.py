@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert.atomic_files import write_atomically
+from kerasbert.data.passes import batches_of, example_passes
 from kerasbert.data.task_errors import TaskDataError
 from kerasbert.data.token_windows import (resolve_overlap, window_capacity, word_predictions,
                                           word_windows)
@@ -130,7 +131,7 @@ def conll_labels(sentences):
 
 def conll_dataset(sentences, tokenizer, labels, batch_size=32, max_seq_length=128, *,
                   overlap=None, shuffle=False, seed=0, shuffle_buffer=10_000,
-                  drop_remainder=False, input_context=None):
+                  drop_remainder=False, input_context=None, epochs=1):
     """Token classification batches of CoNLL sentences, for `model.fit` / `model.predict`.
 
     Each batch is a dict of int32 `token_ids`, `segment_ids`, `padding_mask`,
@@ -146,7 +147,10 @@ def conll_dataset(sentences, tokenizer, labels, batch_size=32, max_seq_length=12
     Without `shuffle`, windows come sentence by sentence, as `predicted_tags`
     expects; with it, the windows are shuffled (anew each epoch, the same for
     the same `seed`). With an `input_context`, each input pipeline takes every
-    n-th window and `batch_size` is the global batch size.
+    n-th window and `batch_size` is the global batch size. `epochs`: passes in
+    the dataset (None: forever); shuffled, each pass then takes the sentences in
+    an order made from `seed` and the pass alone (`kerasbert.data.passes`; a
+    checkpointed iterator resumes it), their windows in turn.
 
     >>> import kerasbert.data.demo, kerasbert.zoo
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
@@ -176,16 +180,26 @@ def conll_dataset(sentences, tokenizer, labels, batch_size=32, max_seq_length=12
         return word_windows(sentence_batch["words"], sentence_batch["tag_ids"],
                             sentence_batch["example_index"], tokenizer, max_seq_length, overlap)
 
-    dataset = tf.data.Dataset.from_tensor_slices(
-        {"words": words, "tag_ids": tag_ids,
-         "example_index": tf.range(len(sentences), dtype=tf.int32)})
-    dataset = dataset.ragged_batch(64).map(windows, num_parallel_calls=tf.data.AUTOTUNE,
-                                           deterministic=True).unbatch()
-    if input_context is not None:
-        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if shuffle:
+    columns = {"words": words, "tag_ids": tag_ids,
+               "example_index": tf.range(len(sentences), dtype=tf.int32)}
+
+    def windows_of(sentence_batches):
+        dataset = sentence_batches.map(windows, num_parallel_calls=tf.data.AUTOTUNE,
+                                       deterministic=True).unbatch()
+        if input_context is not None:
+            dataset = dataset.shard(input_context.num_input_pipelines,
+                                    input_context.input_pipeline_id)
+        return dataset
+
+    if shuffle and epochs == 1:
+        dataset = windows_of(tf.data.Dataset.from_tensor_slices(columns).ragged_batch(64))
         dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+        return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    sentence_batches = batches_of(columns, 64)
+    return example_passes(
+        len(sentences), lambda indices: windows_of(sentence_batches(indices)).batch(
+            batch_size, drop_remainder=drop_remainder),
+        shuffle=shuffle, seed=seed, epochs=epochs).prefetch(tf.data.AUTOTUNE)
 
 
 def predicted_tags(sentences, labels, logits, batches):

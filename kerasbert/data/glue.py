@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from kerasbert.atomic_files import write_atomically
 from kerasbert.data.glue_tasks import get_task
+from kerasbert.data.passes import batches_of, example_passes
 from kerasbert.data.task_errors import TaskDataError
 
 BAD_LINE_POLICIES = ("fail", "skip")
@@ -147,7 +148,7 @@ def glue_dataset(task, path, tokenizer, max_seq_length=128, batch_size=32, shuff
 
 
 def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=32, shuffle=False,
-                     seed=0, *, drop_remainder=False):
+                     seed=0, *, drop_remainder=False, epochs=1):
     """Batches of `examples` (`GlueExample`s of `task`) per the fine-tuning batch contract.
 
     Each batch is a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch,
@@ -155,6 +156,8 @@ def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=3
     `example_index` int32 `[batch]` (position in `examples`) and, when the examples are
     labelled, `labels` `[batch]` (int32 label ids; float32 scores for regression). With
     `shuffle`, the order is reshuffled every pass, the same passes for the same `seed`.
+    `epochs`: passes in the dataset (None: forever); each pass's order is then a function of
+    `seed` and the pass alone (`kerasbert.data.passes`), so a checkpointed iterator resumes it.
 
     >>> import kerasbert.data.demo, kerasbert.zoo
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
@@ -173,10 +176,8 @@ def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=3
         columns["text_b"] = [example.text_b for example in examples]
     if examples[0].label is not None:
         columns["labels"] = example_labels(task, examples)
-    dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if shuffle:
-        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = example_passes(len(examples), batches_of(columns, batch_size, drop_remainder),
+                             shuffle=shuffle, seed=seed, epochs=epochs)
 
     def pack(batch):
         packed = tokenizer(batch["text_a"], batch.get("text_b"), max_length=max_seq_length,

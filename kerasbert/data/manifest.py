@@ -20,6 +20,8 @@ Example:
 2
 """
 
+import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -112,3 +114,101 @@ def read_manifest(path):
     if manifest.get("version") != MANIFEST_VERSION:
         raise ValueError(f"{path} is not a version {MANIFEST_VERSION} data set manifest")
     return manifest
+
+
+# What an unfinished data set was started with: written before its first shard, removed once the
+# data set's manifest says it is complete (the manifest then holds the flags).
+_PATH_FLAGS = ("input_file", "vocab_file", "merges_file", "tokenizer_dir")
+
+
+def intent_path(output_file):
+    """The intent of an unfinished data set: `<output_file>.intent.json`.
+
+    >>> intent_path("data/train.tfrecord")
+    'data/train.tfrecord.intent.json'
+    """
+    return f"{output_file}.intent.json"
+
+
+def start_intent(output_file, flags, input_files, started_shards):
+    """Before the first shard of an unfinished data set: record its intent (`flags`, paths made
+    absolute, and the corpus files they match), or, if one is recorded, check that it is this
+    one. A `ValueError` (one line) names every differing flag with its recorded and given
+    value; shards already present (`started_shards`) without an intent are an error too, as
+    what they were made with is unknown, unless a manifest of the data set (or of one of its
+    tasks) says they were made with these flags. Nothing is written when it raises. Returns
+    whether it wrote the intent (a new data set).
+
+    >>> import os, tempfile
+    >>> output_file = os.path.join(tempfile.mkdtemp(), "train.tfrecord")
+    >>> start_intent(output_file, {"dupe_factor": 1}, ["/corpus/a.txt"], [])
+    True
+    >>> start_intent(output_file, {"dupe_factor": 2}, ["/corpus/a.txt"], [])
+    Traceback (most recent call last):
+    ...
+    ValueError: ... --dupe_factor: recorded 1, given 2; ...
+    """
+    intent = {"version": MANIFEST_VERSION, "flags": {
+        name: _absolute(value) if name in _PATH_FLAGS else value for name, value in flags.items()},
+        "input_files": [os.path.abspath(path) for path in input_files]}
+    path = intent_path(output_file)
+    if not os.path.exists(path):
+        if started_shards and not _made_with(output_file, flags):
+            raise ValueError(
+                f"{output_file} is unfinished ({', '.join(map(os.path.basename, started_shards))} "
+                f"present, no manifest) and has no {os.path.basename(path)}, so what it was made "
+                "with is unknown; remove its shards or give another --output_file")
+        write_atomically(path, json.dumps(intent, indent=1, sort_keys=True) + "\n")
+        return True
+    try:
+        with open(path, encoding="utf-8") as file:
+            recorded = json.load(file)
+        recorded_flags, recorded_inputs = recorded["flags"], recorded["input_files"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path} is not a data set intent ({error}); remove it and the shards "
+                         f"of {output_file} to start over") from None
+    given = json.loads(json.dumps(intent))  # as JSON gives it back (tuples are lists)
+    differences = [f"--{name}: recorded {_shown(recorded_flags.get(name))}, given "
+                   f"{_shown(given['flags'].get(name))}"
+                   for name in sorted(set(recorded_flags) | set(given["flags"]))
+                   if recorded_flags.get(name) != given["flags"].get(name)]
+    if recorded_inputs != given["input_files"]:
+        differences.append(f"input files: recorded {_shown(recorded_inputs)}, given "
+                           f"{_shown(given['input_files'])}")
+    if differences:
+        raise ValueError(
+            f"{output_file} is unfinished and was started with other values ({path}): "
+            f"{'; '.join(differences)}; rerun with the recorded values, give another "
+            "--output_file, or remove its shards and the intent to start over")
+    return False
+
+
+def _made_with(output_file, flags):
+    """Whether a manifest beside `output_file` (the data set's or a task's) lists these flags."""
+    pattern = f"{glob.escape(output_file)}.task-*-of-*.manifest.json"
+    for path in [manifest_path(output_file), *sorted(glob.glob(pattern))]:
+        if os.path.exists(path) and read_manifest(path)["flags"] == json.loads(json.dumps(flags)):
+            return True
+    return False
+
+
+def finish_intent(output_file):
+    """Remove the intent of a data set whose manifest says it is complete."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(intent_path(output_file))
+
+
+def _absolute(value):
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_absolute(item) for item in value]
+    return value if "://" in value else os.path.abspath(value)
+
+
+def _shown(value):
+    if value is None:
+        return "(none)"
+    if isinstance(value, list):
+        return "[" + ",".join(map(str, value)) + "]"
+    return str(value)

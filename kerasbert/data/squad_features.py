@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from kerasbert.data.passes import batches_of, example_passes
 from kerasbert.data.task_errors import TaskDataError
 from kerasbert.tokenizers.packing import pack
 
@@ -197,7 +198,8 @@ def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128, max_
     return features
 
 
-def squad_dataset(features, batch_size=32, shuffle=False, seed=0, *, drop_remainder=False):
+def squad_dataset(features, batch_size=32, shuffle=False, seed=0, *, drop_remainder=False,
+                  epochs=1):
     """Batches of `features` (from `squad_features`) per the fine-tuning batch contract.
 
     Each batch is a dict of int32 `token_ids`, `segment_ids`, `padding_mask`
@@ -205,7 +207,9 @@ def squad_dataset(features, batch_size=32, shuffle=False, seed=0, *, drop_remain
     layout, in the graph), `example_index` and `feature_index` `[batch]`, and,
     for features made with `is_training=True`, `start_positions` and
     `end_positions` `[batch]`. With `shuffle`, the order is reshuffled every
-    pass, the same passes for the same `seed`.
+    pass, the same passes for the same `seed`. `epochs`: passes in the dataset
+    (None: forever), each in an order made from `seed` and the pass alone
+    (`kerasbert.data.passes`), so a checkpointed iterator resumes it.
 
     >>> import kerasbert.data.demo, kerasbert.zoo
     >>> from kerasbert.data.squad import SquadAnswer, SquadExample
@@ -233,10 +237,8 @@ def squad_dataset(features, batch_size=32, shuffle=False, seed=0, *, drop_remain
     if features[0].start_position is not None:
         columns["start_positions"] = np.array([f.start_position for f in features], np.int32)
         columns["end_positions"] = np.array([f.end_position for f in features], np.int32)
-    dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if shuffle:
-        dataset = dataset.shuffle(len(features), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.ragged_batch(batch_size, drop_remainder=drop_remainder)
+    dataset = example_passes(len(features), batches_of(columns, batch_size, drop_remainder),
+                             shuffle=shuffle, seed=seed, epochs=epochs)
 
     def pack_batch(batch):
         packed = pack(batch["question_ids"], batch["context_ids"], layout,

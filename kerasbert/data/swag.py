@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert.atomic_files import write_atomically
+from kerasbert.data.passes import batches_of, example_passes
 from kerasbert.data.task_errors import TaskDataError
 
 NUM_CHOICES = 4
@@ -122,10 +123,12 @@ def swag_dataset(path, tokenizer, max_seq_length=128, batch_size=16, shuffle=Fal
 
 
 def swag_examples_dataset(examples, tokenizer, max_seq_length=128, batch_size=16, shuffle=False,
-                          seed=0, *, drop_remainder=False):
+                          seed=0, *, drop_remainder=False, epochs=1):
     """Batches of `SwagExample`s: the four pairs of each packed by the tokenizer, `[batch, 4, seq]`.
 
     With `shuffle`, the order is reshuffled every pass, the same passes for the same `seed`.
+    `epochs`: passes in the dataset (None: forever), each in an order made from `seed` and the
+    pass alone (`kerasbert.data.passes`), so a checkpointed iterator resumes it.
 
     >>> import kerasbert.data.demo, kerasbert.zoo
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
@@ -143,10 +146,8 @@ def swag_examples_dataset(examples, tokenizer, max_seq_length=128, batch_size=16
         "example_index": np.arange(len(examples), dtype=np.int32)}
     if examples[0].label is not None:
         columns["labels"] = swag_labels(examples)
-    dataset = tf.data.Dataset.from_tensor_slices(columns)
-    if shuffle:
-        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = example_passes(len(examples), batches_of(columns, batch_size, drop_remainder),
+                             shuffle=shuffle, seed=seed, epochs=epochs)
 
     def pack(batch):
         packed = tokenizer(tf.reshape(batch["contexts"], [-1]), tf.reshape(batch["endings"], [-1]),

@@ -13,6 +13,7 @@ import time
 
 from kerasbert.atomic_files import write_atomically
 from kerasbert.data import demo
+from kerasbert.json_files import read_json_file
 from kerasbert.main_job import stages as stages_module
 from kerasbert.main_job.curves import ARMS, draw_curves
 
@@ -45,9 +46,8 @@ def choose_run_dir(runs_dir, quick):
             run_file = os.path.join(candidate, RUN_FILE)
             if os.path.isfile(run_file) and not os.path.exists(os.path.join(candidate,
                                                                              SUMMARY_FILE)):
-                with open(run_file, encoding="utf-8") as file:
-                    if json.load(file)["quick"] == quick:
-                        return candidate
+                if read_json_file(run_file, "a main-job run record")["quick"] == quick:
+                    return candidate
     stamp = time.strftime("%Y%m%d-%H%M%S")
     candidate, suffix = os.path.join(runs_dir, stamp), 1
     while os.path.exists(candidate):
@@ -70,6 +70,23 @@ def start_run(run_dir, quick):
         {"quick": quick, "settings": dataclasses.asdict(settings)}, indent=1) + "\n")
 
 
+def read_run(run_dir):
+    """`(quick, settings)` recorded in a run's `run.json`: what a continued run goes on with.
+
+    >>> import tempfile
+    >>> run_dir = tempfile.mkdtemp(); start_run(run_dir, quick=True)
+    >>> read_run(run_dir) == (True, stages_module.QUICK)
+    True
+    """
+    path = os.path.join(run_dir, RUN_FILE)
+    try:
+        recorded = read_json_file(path, "a main-job run record")
+        return bool(recorded["quick"]), stages_module.Settings(**recorded["settings"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise StageError(f"{path} is not a main-job run record ({type(error).__name__}: "
+                         f"{error}); start a new run in another --run_dir") from None
+
+
 def glosses(split, count):
     """`(label, text)` of the first `count` glosses of the shipped `split`.
 
@@ -85,11 +102,13 @@ def run_main_job(runs_dir="runs", quick=False, run_dir=None, out=print):
     """Run (or continue) every stage in order; return the summary written to `summary.json`."""
     run_dir = os.path.abspath(run_dir or choose_run_dir(runs_dir, quick))
     continuing = os.path.isfile(os.path.join(run_dir, RUN_FILE))
+    if not continuing and os.path.isdir(run_dir) and os.listdir(run_dir):
+        # Its stages would start by deleting their unfinished outputs (data/, export/, ...).
+        raise FileExistsError(f"{run_dir} is not empty and is not a main-job run (no {RUN_FILE}); "
+                              "give an empty or new --run_dir, or a run's folder to continue it")
     os.makedirs(run_dir, exist_ok=True)
     start_run(run_dir, quick)
-    with open(os.path.join(run_dir, RUN_FILE), encoding="utf-8") as file:
-        quick = json.load(file)["quick"]
-    settings = stages_module.QUICK if quick else stages_module.FULL
+    quick, settings = read_run(run_dir)  # a continued run goes on with its own settings
     out(f"{'Continuing' if continuing else 'Starting'} {'a quick' if quick else 'a'} run in "
         f"{run_dir}")
     started = time.time()
@@ -116,8 +135,7 @@ def run_stage(stage, run_dir):
     """Run `stage` unless a result of it is recorded; return its result."""
     result_path = os.path.join(run_dir, RESULTS_DIR, f"{stage.name}.json")
     if os.path.isfile(result_path):
-        with open(result_path, encoding="utf-8") as file:
-            return {**json.load(file), "reused": True}
+        return {**read_json_file(result_path, "a stage result"), "reused": True}
     output = os.path.join(run_dir, stage.output)
     if not stage.resumable:
         _remove(output)
@@ -151,20 +169,26 @@ def console_script(name):
 
 def _run_showing_progress(command, log_path):
     """Run `command`: its stdout (progress bars, results) to the terminal and the log, its
-    stderr (TensorFlow's messages) to the log only."""
+    stderr (TensorFlow's messages) to the log only. On Ctrl-C (which the terminal also sends to
+    the stage's binary, so that a training stage saves a checkpoint) it waits for the binary to
+    end before it stops."""
     with open(log_path, "ab") as log:
         log.write(f"$ {' '.join(command)}\n".encode())
         log.flush()
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log,
                                    env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
         terminal = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
-        while chunk := os.read(process.stdout.fileno(), 4096):
-            log.write(chunk)
-            if terminal is not None:
-                terminal.write(chunk)
-                terminal.flush()
-            else:
-                sys.stdout.write(chunk.decode("utf-8", "replace"))
+        try:
+            while chunk := os.read(process.stdout.fileno(), 4096):
+                log.write(chunk)
+                if terminal is not None:
+                    terminal.write(chunk)
+                    terminal.flush()
+                else:
+                    sys.stdout.write(chunk.decode("utf-8", "replace"))
+        except KeyboardInterrupt:
+            process.wait()
+            raise
         return process.wait()
 
 

@@ -10,13 +10,16 @@ whether the predictions were degenerate), the task's prediction files, `model.ke
 `eval_history.json` (every epoch), `epochs/epoch_<k>/` (each epoch's prediction files),
 checkpoints (`ckpt-<step>`, model + optimizer + data position: a killed run restarted with the
 same arguments resumes where the last checkpoint left it) and TensorBoard logs (`train/`,
-`eval/`).
+`eval/`). With a `RunRecord` (`kerasbert.training.run_record`), the run is recorded in (and
+checked against) `kerasbert_run.json` before anything is written; `run_outputs` says what a run
+writes (what `--overwrite` removes).
 """
 
 import dataclasses
 import json
 import math
 import os
+import re
 import shutil
 from typing import Optional
 
@@ -27,6 +30,7 @@ import tensorflow as tf
 from kerasbert.atomic_files import atomic_path, remove_stale_siblings, write_atomically
 from kerasbert.convert import from_hf
 from kerasbert.json_files import read_json_file
+from kerasbert.data.glue_tasks import TASKS as GLUE_TASKS
 from kerasbert.data.service import DISTRIBUTED_EPOCH, distribute
 from kerasbert.models.tasks import TaskModel, build_task_model
 from kerasbert.training.distillation.students import copy_heads, student_encoder
@@ -34,10 +38,16 @@ from kerasbert.training.distillation.task import TaskDistiller, check_teacher
 from kerasbert.training.layerwise import layerwise_lr_multipliers
 from kerasbert.training.loop import _SCALAR_METADATA, train
 from kerasbert.training.optimizers import create_optimizer
+from kerasbert.training.run_record import TRAINING_OUTPUTS, matching
 
 EVAL_RESULTS = "eval_results.json"
 EVAL_HISTORY = "eval_history.json"
 MODEL_FILE = "model.keras"
+# The test prediction files a run writes (GLUE's submission names among them).
+TEST_PREDICTION_FILES = ("test_predictions.tsv", "test_predictions.txt", *sorted({
+    split.submission_file for task in GLUE_TASKS.values() for split in task.splits.values()
+    if split.submission_file}))
+_SEED_DIR = re.compile(r"seed_-?[0-9]+")
 
 
 @dataclasses.dataclass
@@ -125,7 +135,7 @@ class Distillation:
 
 
 def finetune(task, make_encoder, tokenizer, files, model_dir, settings, strategy, seeds=(0,),
-             log=print, distillation=None):
+             log=print, distillation=None, run_record=None):
     """Train and evaluate `task` once per seed; return the results written to `eval_results.json`.
 
     One seed runs in `model_dir` itself. Several run in `model_dir/seed_<s>/`
@@ -133,17 +143,19 @@ def finetune(task, make_encoder, tokenizer, files, model_dir, settings, strategy
     score) and an `eval_results.json` with that run's metrics, each metric's
     median / min / max / standard deviation over the seeds (`seeds_summary`),
     every seed's results and the seeds whose predictions were degenerate. `distillation`: a
-    `Distillation` (the teacher), or None.
+    `Distillation` (the teacher), or None. `run_record`: the `RunRecord` of `model_dir`, started
+    (checked, written) with the model's config once the first model is built, or None.
     """
     if len(seeds) == 1:
         return finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, strategy,
-                             seeds[0], log, distillation)
+                             seeds[0], log, distillation, run_record)
     runs = []
     for seed in seeds:
         log(f"=== seed {seed} ===")
         run_dir = os.path.join(model_dir, f"seed_{seed}")
         runs.append((seed, run_dir, finetune_seed(task, make_encoder, tokenizer, files, run_dir,
-                                                  settings, strategy, seed, log, distillation)))
+                                                  settings, strategy, seed, log, distillation,
+                                                  run_record)))
     order = sorted(range(len(runs)), key=lambda index: runs[index][2]["score"])
     seed, run_dir, median = runs[order[(len(runs) - 1) // 2]]
     for name in os.listdir(run_dir):
@@ -165,9 +177,8 @@ def finetune(task, make_encoder, tokenizer, files, model_dir, settings, strategy
 
 
 def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, strategy, seed, log,
-                  distillation=None):
+                  distillation=None, run_record=None):
     """One seed's run (see the module docstring); returns its `eval_results.json` content."""
-    os.makedirs(model_dir, exist_ok=True)
     remove_stale_siblings(os.path.join(model_dir, MODEL_FILE))  # a killed run's half-saved model
     train_examples = task.read(files.train, "train")[:settings.max_train_examples]
     dev_sets = [(path, task.read(path, "dev")) for path in files.dev]
@@ -197,13 +208,18 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
             weight_decay=settings.weight_decay, global_clipnorm=1.0,
             lr_multipliers=None if settings.layerwise_lr_decay is None else
             layerwise_lr_multipliers(model, settings.layerwise_lr_decay)))
+    if run_record is not None:  # nothing is written before this
+        run_record.start(model_record(model, settings), log=log)
+    os.makedirs(model_dir, exist_ok=True)
     log(f"{task.name}: {len(train_examples)} training examples, {batches_per_epoch} batches of "
         f"{settings.train_batch_size} per epoch, {train_steps} steps")
 
     def train_batches(context):
         batch_size = context.get_per_replica_batch_size(settings.train_batch_size)
+        # Every pass's order is made from the seed and the pass's number alone, so that a run
+        # restored from a checkpoint sees the batches of an uninterrupted one (data.passes).
         batches = task.dataset(train_examples, tokenizer, settings, batch_size, training=True,
-                               seed=seed).repeat()
+                               seed=seed, epochs=None)
         if settings.tf_data_service is None:
             return batches
         return distribute(batches, settings.tf_data_service, DISTRIBUTED_EPOCH)
@@ -247,6 +263,44 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
                                    settings.eval_batch_size, model_dir, path)
             log(f"Test predictions: {written}")
     return best
+
+
+def model_record(model, settings):
+    """What the run record keeps of a task model: its task, labels and encoder config."""
+    return {"task": model.task, "num_labels": model.num_labels, "labels": settings.labels,
+            "dropout": settings.dropout, "encoder_config": model.encoder.config.to_dict()}
+
+
+def run_outputs(model_dir):
+    """The entries of `model_dir` that `finetune` writes (what `--overwrite` removes):
+    checkpoints, TensorBoard folders, the run record, `eval_results.json`,
+    `eval_history.json`, `model.keras`, `epochs/`, `seed_<s>/`, test predictions, and the
+    prediction files copied from the best epoch (or the median seed): the names found in
+    `epochs/epoch_<k>/` and `seed_<s>/`.
+
+    >>> import tempfile
+    >>> model_dir = tempfile.mkdtemp()
+    >>> for name in ("notes.txt", "eval_history.json", "epochs/epoch_1/dev_predictions.tsv",
+    ...              "dev_predictions.tsv"):
+    ...     os.makedirs(os.path.dirname(os.path.join(model_dir, name)), exist_ok=True)
+    ...     open(os.path.join(model_dir, name), "w").close()
+    >>> [os.path.relpath(path, model_dir) for path in run_outputs(model_dir)]
+    ['dev_predictions.tsv', 'epochs', 'eval_history.json']
+    """
+    seed_dirs = [os.path.join(model_dir, name) for name in sorted(os.listdir(model_dir))
+                 if _SEED_DIR.fullmatch(name)] if os.path.isdir(model_dir) else []
+    copied = set()
+    for folder in [os.path.join(model_dir, "epochs", name) for name in (
+            os.listdir(os.path.join(model_dir, "epochs"))
+            if os.path.isdir(os.path.join(model_dir, "epochs")) else [])] + seed_dirs:
+        if os.path.isdir(folder):
+            copied.update(name for name in os.listdir(folder)
+                          if os.path.isfile(os.path.join(folder, name)))
+    names = {EVAL_RESULTS, EVAL_HISTORY, MODEL_FILE, "epochs", "eval", *TEST_PREDICTION_FILES,
+             *copied}
+    written = [os.path.join(model_dir, name) for name in names
+               if os.path.lexists(os.path.join(model_dir, name))]
+    return sorted(set(written + seed_dirs + matching(*TRAINING_OUTPUTS)(model_dir)))
 
 
 def load_task_teacher(path):

@@ -64,7 +64,7 @@ class FinetuningTask:
         """The checked examples of the `role` ("train", "dev" or "test") file at `path`."""
         raise NotImplementedError
 
-    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0):
+    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0, epochs=1):
         raise NotImplementedError
 
     def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
@@ -98,9 +98,9 @@ class GlueFinetuning(FinetuningTask):
         split = self._split(path) or self.task.splits_of_role(role)[0]
         return list(glue.glue_examples(self.task, path, split))
 
-    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0):
+    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0, epochs=1):
         return glue.examples_dataset(self.task, examples, tokenizer, settings.max_seq_length,
-                                     batch_size, shuffle=training, seed=seed)
+                                     batch_size, shuffle=training, seed=seed, epochs=epochs)
 
     def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
         predictions = self._predictions(model, examples, tokenizer, settings, batch_size)
@@ -163,9 +163,9 @@ class SquadFinetuning(FinetuningTask):
             examples, tokenizer, settings.max_seq_length, settings.doc_stride,
             settings.max_query_length, is_training=training)
 
-    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0):
+    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0, epochs=1):
         features = self.features(examples, tokenizer, settings, training)
-        return squad_dataset(features, batch_size, shuffle=training, seed=seed)
+        return squad_dataset(features, batch_size, shuffle=training, seed=seed, epochs=epochs)
 
     def decode(self, model, examples, tokenizer, settings, batch_size, threshold):
         """`SquadPredictions` of `model` on `examples` with null threshold `threshold`."""
@@ -213,9 +213,10 @@ class ConllFinetuning(FinetuningTask):
     def read(self, path, role):
         return conll.read_conll(path)
 
-    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0):
+    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0, epochs=1):
         return conll.conll_dataset(examples, tokenizer, settings.labels, batch_size,
-                                   settings.max_seq_length, shuffle=training, seed=seed)
+                                   settings.max_seq_length, shuffle=training, seed=seed,
+                                   epochs=epochs)
 
     def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
         predicted = self._tags(model, examples, tokenizer, settings, batch_size)
@@ -250,9 +251,9 @@ class SwagFinetuning(FinetuningTask):
     def read(self, path, role):
         return list(swag.swag_examples(path))
 
-    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0):
+    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0, epochs=1):
         return swag.swag_examples_dataset(examples, tokenizer, settings.max_seq_length,
-                                          batch_size, shuffle=training, seed=seed)
+                                          batch_size, shuffle=training, seed=seed, epochs=epochs)
 
     def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
         predictions = self._choices(model, examples, tokenizer, settings, batch_size)

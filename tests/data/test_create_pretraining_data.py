@@ -1,5 +1,6 @@
 """`kerasbert-create-pretraining-data`: Google-format records, byte-identical reruns, resume."""
 
+import glob
 import gzip
 import hashlib
 import json
@@ -110,8 +111,9 @@ def test_killed_run_resumes_to_the_same_files(corpus, first_run, tmp_path):
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert first_shard.exists()
-    finished = [name for name in os.listdir(tmp_path) if not name.startswith(".tmp")]
+    finished = [name for name in os.listdir(tmp_path) if name.endswith(".tfrecord")]
     assert len(finished) < 3, "the run ended before it could be killed"
+    assert (tmp_path / "train.tfrecord.intent.json").exists()  # written before the first shard
     kept = first_shard.stat().st_mtime_ns
     stdout = _run(corpus, output, "--num_shards=3")
     assert "train-00000-of-00003.tfrecord is complete; skipped" in stdout
@@ -119,6 +121,33 @@ def test_killed_run_resumes_to_the_same_files(corpus, first_run, tmp_path):
     leftovers = {name for name in os.listdir(tmp_path) if name.startswith(".tmp")}
     assert {name: digest for name, digest in _digests(tmp_path).items()
             if name not in leftovers} == _digests(first_run[0])
+
+
+def test_an_unfinished_output_refuses_other_flags_and_goes_on_with_its_own(corpus, first_run,
+                                                                          tmp_path):
+    """Task 0 of 2 leaves an unfinished data set (shards 0 and 2, no complete manifest) and its
+    intent; task 1 with another --dupe_factor is refused in one line, changing nothing; task 1
+    with the same flags finishes it (the same shards as one process) and removes the intent."""
+    output = tmp_path / "train.tfrecord"
+    _run(corpus, output, "--num_shards=3", "--num_tasks=2", "--task_index=0")
+    intent = json.loads((tmp_path / "train.tfrecord.intent.json").read_text())
+    assert intent["flags"]["dupe_factor"] == 2 and intent["flags"]["random_seed"] == 7
+    assert intent["input_files"] == sorted(glob.glob(corpus))
+    before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
+    refused = subprocess.run(_command(corpus, output, "--num_shards=3", "--num_tasks=2",
+                                      "--task_index=1", "--dupe_factor=1"),
+                             capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    line = refused.stderr.strip().splitlines()[-1]
+    assert line.startswith("kerasbert-create-pretraining-data: error: ")
+    assert "is unfinished" in line and "--dupe_factor: recorded 2, given 1" in line
+    assert {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)} == before
+    _run(corpus, output, "--num_shards=3", "--num_tasks=2", "--task_index=1")
+    assert not (tmp_path / "train.tfrecord.intent.json").exists()
+    shards = {name: digest for name, digest in _digests(tmp_path).items()
+              if name.endswith(".tfrecord")}
+    assert shards == {name: digest for name, digest in _digests(first_run[0]).items()
+                      if name.endswith(".tfrecord")}
 
 
 def test_bad_flags_are_reported(corpus, tmp_path):

@@ -1,12 +1,14 @@
 """`kerasbert-distill`: distills a tiny BERT teacher's student from text end to end, writes a
 `student.keras` that loads alone and a model directory that fine-tuning starts from, resumes
-from its checkpoints, hands `--task` runs to `kerasbert-finetune`, and reports bad input in
-one line."""
+after a kill bit for bit where an uninterrupted run ends, refuses a rerun with other values,
+hands `--task` runs to `kerasbert-finetune`, and reports bad input in one line."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import keras
 import numpy as np
@@ -52,37 +54,40 @@ def files(tmp_path_factory):
     return root
 
 
-def _distill(files, steps):
-    return subprocess.run(_command(
-        f"--teacher={files / 'teacher.keras'}", f"--model_dir={files / 'run'}",
+def _distill_command(files, steps, model_dir="run"):
+    return _command(
+        f"--teacher={files / 'teacher.keras'}", f"--model_dir={files / model_dir}",
         f"--text_files={files / 'corpus.txt'}", f"--vocab_file={files / 'vocab.txt'}",
-        f"--train_steps={steps}", *DATA), capture_output=True, text=True, env=ENV, timeout=600)
+        f"--train_steps={steps}", *DATA)
+
+
+def _distill(files, steps, model_dir="run"):
+    return subprocess.run(_distill_command(files, steps, model_dir), capture_output=True,
+                          text=True, env=ENV, timeout=600)
+
+
+def _checkpoint(prefix):
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {name: reader.get_tensor(name) for name, dtype in
+            reader.get_variable_to_dtype_map().items() if dtype.is_floating or dtype.is_integer}
 
 
 # Each expensive run belongs to one test, so that pytest-xdist workers never repeat it.
 
 def test_distills_resumes_and_hands_the_student_to_finetuning(files):
-    first = _distill(files, 4)
+    steps = 40
+    first = _distill(files, steps)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert "step 4" in first.stdout and "soft_loss" in first.stdout
+    assert f"step {steps}" in first.stdout and "soft_loss" in first.stdout
     assert "teacher bert, 4 layers" in first.stdout and "student bert, 2 layers" in first.stdout
     run = files / "run"
-    after_4 = keras.saving.load_model(run / "student.keras")  # no custom objects
-    assert isinstance(after_4, PretrainingModel) and after_4.heads == ("mlm",)
-    assert after_4.encoder.config == TEACHER_CONFIG.replace(num_layers=2, use_pooler=False)
+    student = keras.saving.load_model(run / "student.keras")  # no custom objects
+    assert isinstance(student, PretrainingModel) and student.heads == ("mlm",)
+    assert student.encoder.config == TEACHER_CONFIG.replace(num_layers=2, use_pooler=False)
     tags = {value.tag for name in os.listdir(run / "train")
             for event in tf.compat.v1.train.summary_iterator(str(run / "train" / name))
             for value in event.summary.value}
     assert {"loss", "soft_loss", "mlm_loss", "cosine_loss", "mlm_accuracy"} <= tags
-
-    # The same command with more steps resumes from the step-4 checkpoint.
-    second = _distill(files, 6)
-    assert second.returncode == 0, second.stderr[-3000:]
-    assert "ckpt-4 at step 4" in second.stdout and "step 6" in second.stdout
-    assert "ckpt-6.index" in os.listdir(run)
-    after_6 = keras.saving.load_model(run / "student.keras")
-    assert any(np.abs(np.array(a) - np.array(b)).max() > 0
-               for a, b in zip(after_6.weights, after_4.weights))  # it trained on
 
     # What `kerasbert-finetune --init_from=<model_dir>` loads: the student of the last step.
     description = json.loads((run / PRETRAINED_MODEL_FILE).read_text())
@@ -90,8 +95,37 @@ def test_distills_resumes_and_hands_the_student_to_finetuning(files):
     assert description["tokenizer"]["vocab_file"] == str(files / "vocab.txt")
     source = pretrained_source(run)
     assert source.tokenizer.vocabulary_size() == TEACHER_CONFIG.vocab_size
-    for ours, theirs in zip(source.make_encoder().weights, after_6.encoder.weights):
+    for ours, theirs in zip(source.make_encoder().weights, student.encoder.weights):
         np.testing.assert_array_equal(ours, theirs)
+
+    # Killed (SIGKILL) once its second checkpoint is on disk, then rerun: it resumes and ends
+    # bit for bit where the uninterrupted run ended.
+    killed = files / "killed"
+    process = subprocess.Popen(_distill_command(files, steps, "killed"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    deadline = time.time() + 300
+    while process.poll() is None and not (killed / "ckpt-4.index").exists():
+        assert time.time() < deadline, "no checkpoint within 5 minutes"
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (killed / f"ckpt-{steps}.index").exists(), "finished before the kill"
+    resumed = _distill(files, steps, "killed")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "Restored" in resumed.stdout
+    ours, theirs = _checkpoint(killed / f"ckpt-{steps}"), _checkpoint(run / f"ckpt-{steps}")
+    assert ours.keys() == theirs.keys() and len(ours) > 50
+    for name in theirs:
+        np.testing.assert_array_equal(ours[name], theirs[name], err_msg=name)
+    for ours, theirs in zip(keras.saving.load_model(killed / "student.keras").weights,
+                            student.weights):
+        np.testing.assert_array_equal(ours, theirs)
+
+    # More steps change the learning-rate schedule: not the recorded run, so refused.
+    longer = _distill(files, steps + 2)
+    assert longer.returncode == 1 and "Traceback" not in longer.stderr
+    assert longer.stderr.strip().splitlines()[-1].startswith("kerasbert-distill: error: ")
+    assert f"--train_steps: recorded {steps}, given {steps + 2}" in longer.stderr
 
 
 def test_bad_input_is_one_line_and_task_runs_are_finetunes(files):

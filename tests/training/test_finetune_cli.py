@@ -162,7 +162,9 @@ def test_eval_and_predict_modes_reproduce_the_best_epoch(trained, tmp_path):
         trained / "test_predictions.tsv").read_text()
 
 
-def test_resumes_after_a_kill_to_the_same_results(workspace, trained, pretrained_tiny_bert_file):
+def test_resumes_after_a_kill_bit_for_bit(workspace, trained, pretrained_tiny_bert_file):
+    """Killed (SIGKILL) inside the first epoch and rerun, the run ends where the main run ends:
+    every tensor of the final checkpoint, the best model's weights and every result file."""
     model_dir = workspace / "killed"
     command = main_run_command(workspace, model_dir, pretrained_tiny_bert_file,
                                "--checkpoint_interval=5")
@@ -177,12 +179,47 @@ def test_resumes_after_a_kill_to_the_same_results(workspace, trained, pretrained
     assert not (model_dir / "eval_history.json").exists(), "killed before the first evaluation"
     result = run(command)
     assert "Restored" in result.stdout
-    resumed, uninterrupted = (read_json(path / "eval_history.json")
-                              for path in (model_dir, trained))
-    for ours, theirs in zip(resumed, uninterrupted):
-        assert ours["accuracy"] == pytest.approx(theirs["accuracy"], abs=1e-9)
-        assert ours["matthews_correlation"] == pytest.approx(theirs["matthews_correlation"],
-                                                             abs=1e-9)
+    final = f"ckpt-{read_json(trained / 'eval_history.json')[-1]['step']}"
+    resumed, uninterrupted = (checkpoint_values(path / final) for path in (model_dir, trained))
+    assert resumed.keys() == uninterrupted.keys() and len(resumed) > 50
+    for name in uninterrupted:
+        if not name.startswith("save_counter"):  # counts the saves: --checkpoint_interval's
+            np.testing.assert_array_equal(resumed[name], uninterrupted[name], err_msg=name)
+    for ours, theirs in zip(*(keras.models.load_model(path / "model.keras").get_weights()
+                              for path in (model_dir, trained))):
+        np.testing.assert_array_equal(ours, theirs)
+    written = sorted(name for name in os.listdir(trained) if (trained / name).is_file()
+                     and not name.startswith("ckpt-") and name not in ("checkpoint", "model.keras"))
+    assert {"eval_history.json", "eval_results.json", "dev_predictions.tsv",
+            "test_predictions.tsv"} <= set(written)
+    for name in written:
+        assert (model_dir / name).read_bytes() == (trained / name).read_bytes(), name
+
+
+def test_a_rerun_with_other_values_is_refused_changing_nothing(trained, pretrained_tiny_bert_file):
+    recorded = read_json(trained / "kerasbert_run.json")
+    assert recorded["program"] == "kerasbert-finetune"
+    assert recorded["flags"]["learning_rate"] == 1e-3 and recorded["flags"]["task"] == "wordnet_gloss"
+    assert recorded["model"]["num_labels"] == 45 and recorded["model"]["encoder_config"]
+    before = {name: (trained / name).read_bytes() for name in os.listdir(trained)
+              if (trained / name).is_file()}
+    workspace = trained.parent
+    result = run(main_run_command(workspace, trained, pretrained_tiny_bert_file,
+                                  "--learning_rate=2e-3", "--num_train_epochs=3"), check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("kerasbert-finetune: error: ") and "--overwrite" in line
+    assert "--learning_rate: recorded 0.001, given 0.002" in line
+    assert "--num_train_epochs: recorded 2.0, given 3.0" in line
+    assert {name: (trained / name).read_bytes() for name in os.listdir(trained)
+            if (trained / name).is_file()} == before
+
+
+def checkpoint_values(prefix):
+    """{name: array} of every numeric tensor of the checkpoint `prefix`."""
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {name: reader.get_tensor(name) for name, dtype in
+            reader.get_variable_to_dtype_map().items() if dtype.is_floating or dtype.is_integer}
 
 
 def test_several_seeds_report_median_and_spread_with_layerwise_decay(workspace, tmp_path):

@@ -133,3 +133,44 @@ def test_trains_electra(tmp_path):
                   "--train_steps=10", "--checkpoint_interval=10")
     for name in ("mlm_loss", "rtd_loss", "rtd_accuracy", "rtd_precision", "rtd_recall"):
         assert name in result.stdout
+
+
+def _snapshot(directory):
+    """{relative path: (bytes, mtime)} of every file under `directory`."""
+    return {os.path.relpath(os.path.join(folder, name), directory):
+            (open(os.path.join(folder, name), "rb").read(),
+             os.stat(os.path.join(folder, name)).st_mtime_ns)
+            for folder, _, names in os.walk(directory) for name in names}
+
+
+@pytest.mark.slow
+def test_a_rerun_with_other_values_is_refused_and_overwrite_starts_over(tmp_path):
+    run = tmp_path / "run"
+    _run(run, *_text_flags(10))
+    recorded = json.loads((run / "kerasbert_run.json").read_text())
+    assert recorded["program"] == "kerasbert-pretrain"
+    assert recorded["flags"]["text_files"] == [TEXT] and recorded["flags"]["batch_size"] == 8
+    assert recorded["model"]["encoder_config"]["hidden_size"] == 32
+    assert "checkpoint_interval" not in recorded["flags"]  # free to change
+    (run / "notes.txt").write_text("not the binary's")
+    before = _snapshot(run)
+
+    wider = "num_layers=1,hidden_size=64,num_heads=2,intermediate_size=64,max_positions=64"
+    refused = _run(run, *_text_flags(10), "--learning_rate=2e-3", f"--config_overrides={wider}",
+                   check=False)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    line = refused.stderr.strip().splitlines()[-1]
+    assert line.startswith("kerasbert-pretrain: error: ") and "--overwrite" in line
+    assert "--learning_rate: recorded 0.001, given 0.002" in line
+    assert (f"--config_overrides: recorded [{TINY[0].split('=', 1)[1]}], given [{wider}]"
+            in line)
+    assert _snapshot(run) == before  # kerasbert_model.json included: nothing rewritten
+
+    # Flags that only say how the run goes may change.
+    again = _run(run, *_text_flags(10), "--checkpoint_interval=5", "--steps_per_loop=2")
+    assert "Restored" in again.stdout and "at step 10" in again.stdout
+
+    over = _run(run, *_text_flags(10), "--learning_rate=2e-3", "--overwrite")
+    assert "--overwrite: removed the earlier run" in over.stdout and "Restored" not in over.stdout
+    assert (run / "notes.txt").read_text() == "not the binary's"
+    assert json.loads((run / "kerasbert_run.json").read_text())["flags"]["learning_rate"] == 2e-3

@@ -5,8 +5,10 @@ line end to end, and the errors."""
 import gzip
 import hashlib
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import keras
 import numpy as np
@@ -308,6 +310,40 @@ def test_cli_distils_into_a_student_of_teacher_layers(workspace, tmp_path):
                                                   "transformer_layer_1").weights):
             assert np.max(np.abs(ours.numpy() - theirs.numpy())) < 0.01, ours.path
     assert digest(workspace / "teacher_run" / "model.keras") == before
+
+
+def _checkpoint(prefix):
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {name: reader.get_tensor(name) for name, dtype in
+            reader.get_variable_to_dtype_map().items() if dtype.is_floating or dtype.is_integer}
+
+
+def test_kerasbert_distill_task_resumes_bit_for_bit(workspace, tmp_path):
+    """`kerasbert-distill --task` (a fine-tuning run with a teacher) killed (SIGKILL) in its
+    first epoch and rerun ends with the uninterrupted run's checkpoint and result files."""
+    def command(model_dir):
+        return [sys.executable, "-m", "kerasbert.cli.distill", *finetune_command(
+            workspace, model_dir, f"--teacher={workspace / 'teacher.keras'}", "--student_layers=1",
+            "--num_train_epochs=2", "--train_batch_size=8", "--checkpoint_interval=2")[3:]]
+
+    assert run(command(tmp_path / "whole")).returncode == 0
+    killed = tmp_path / "killed"
+    process = subprocess.Popen(command(killed), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=ENV)
+    while process.poll() is None and not (killed / "ckpt-4.index").exists():
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert not (killed / "eval_history.json").exists(), "killed after the first evaluation"
+    result = run(command(killed))
+    assert result.returncode == 0 and "Restored" in result.stdout, result.stderr[-3000:]
+    steps = 2 * SIZES["train"] // 8
+    ours, theirs = (_checkpoint(folder / f"ckpt-{steps}") for folder in (killed, tmp_path / "whole"))
+    assert ours.keys() == theirs.keys() and len(ours) > 50
+    for name in theirs:
+        np.testing.assert_array_equal(ours[name], theirs[name], err_msg=name)
+    for name in ("eval_history.json", "eval_results.json", "dev_predictions.tsv"):
+        assert (killed / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
 
 
 def test_cli_errors_are_one_line(workspace, tmp_path):
