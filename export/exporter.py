@@ -324,6 +324,11 @@ class _Build:
             for artifact in artifacts:
                 entry = self.artifacts[artifact["name"]]
                 entry.update(info[artifact["name"]])
+                if "error" in entry:
+                    self.failures.append(f"{artifact['name']}: fails to load or run in a fresh "
+                                         f"{runtime} process: {entry['error']}")
+                    entry["checks"], entry["verified"] = [], False
+                    continue
                 self._judge(artifact, entry, outputs, references)
         for entry in self.artifacts.values():
             entry.update(report_module.file_facts(os.path.join(self.work_dir, entry["path"])))
