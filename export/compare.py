@@ -11,11 +11,15 @@ Quantized artifacts, one strict rule per kind of output (`quantized_check`):
   model itself all but ties (the float gap between its choice and the quantized one is within
   `NEAR_TIE` of that same example's largest absolute logit) are counted as `near_tie_flips`,
   for information only: they are flips like any other.
+- One logit per token (ELECTRA's `rtd_logits`): its sign is the token's decision, so it is
+  judged like logits, by the agreement of the signs over the real tokens, every flip counted
+  (for one number per token, the per-token cosine is that sign: this is its 1st percentile
+  held to the same 0.99). Near ties: float logits within `NEAR_TIE` of the largest absolute
+  logit of that example.
 - Vectors (hidden states, pooled outputs): the cosine similarity of every real token's (or
   example's) vector with the float one; the smallest of them, not the mean, at least
-  `COSINE_THRESHOLD`, so that one broken token fails the artifact. One logit per token
-  (ELECTRA's `rtd_logits`) is judged as one vector per example, its real tokens' logits;
-  one logit per example (regression) as one vector over the batch.
+  `COSINE_THRESHOLD`, so that one broken token fails the artifact. One value per example
+  (regression) is one vector over the batch.
 
 With a labelled set (`kerasbert.export.labelled`), a task model's quantized artifact is judged
 by its task metric instead; the agreement is then reported beside it and decides nothing.
@@ -84,6 +88,9 @@ def agreement(name, reference, candidate, padding_mask):
     {'metric': 'argmax_agreement', 'value': 0.5, 'compared': 2, 'flips': 1, 'near_tie_flips': 0}
     >>> agreement("logits", np.array([[1.0, 0.98], [0.0, 1.0]]), np.array([[0.9, 1.0], [0.0, 1.0]]), mask)
     {'metric': 'argmax_agreement', 'value': 0.5, 'compared': 2, 'flips': 1, 'near_tie_flips': 1}
+    >>> agreement("rtd_logits", np.array([[2.0, -1.0, 0.05], [1.0, 1.0, 1.0]]),
+    ...           np.array([[1.5, -0.8, -0.02], [1.1, 0.9, 5.0]]), mask)["flips"]
+    1
     >>> tokens = np.ones((2, 3, 4))
     >>> broken = tokens.copy(); broken[1, 2] = -1.0
     >>> agreement("sequence_output", tokens, broken, mask)["value"]
@@ -104,9 +111,8 @@ def agreement(name, reference, candidate, padding_mask):
             reference = real_token_rows(reference, padding_mask)
             candidate = real_token_rows(candidate, padding_mask)
         return _argmax_agreement(reference, candidate)
-    if aligned and reference.ndim == 2:  # one logit per token: one vector per example
-        keep = padding_mask == 1
-        return _min_cosine(np.where(keep, reference, 0.0), np.where(keep, candidate, 0.0))
+    if aligned and reference.ndim == 2:  # one logit per token: its sign decides
+        return _sign_agreement(reference, candidate, padding_mask == 1)
     if aligned:
         reference = real_token_rows(reference, padding_mask)
         candidate = real_token_rows(candidate, padding_mask)
@@ -118,8 +124,10 @@ def agreement(name, reference, candidate, padding_mask):
 def passes(result):
     """Whether an `agreement` result meets its threshold.
 
-    >>> passes({"metric": "argmax_agreement", "value": 0.99}), passes({"metric": "min_cosine", "value": 0.5})
-    (True, False)
+    >>> passes({"metric": "argmax_agreement", "value": 0.99})
+    True
+    >>> passes({"metric": "min_cosine", "value": 0.5})
+    False
     """
     return result["value"] >= _THRESHOLDS[result["metric"]]
 
@@ -147,6 +155,20 @@ def _argmax_agreement(reference, candidate):
     result = {"metric": "argmax_agreement", "value": round(float(np.mean(~flipped)), 6),
               "compared": int(len(chosen)), "flips": int(np.sum(flipped)),
               "near_tie_flips": int(np.sum(near_ties))}
+    if np.any(broken):
+        result["non_finite"] = int(np.sum(broken))
+    return result
+
+
+def _sign_agreement(reference, candidate, keep):
+    scale = np.max(np.where(keep, np.abs(reference), 0.0), axis=-1, keepdims=True)
+    near = (np.abs(reference) <= NEAR_TIE * np.maximum(scale, 1e-12))[keep]
+    reference, candidate = reference[keep], candidate[keep]
+    broken = ~np.isfinite(candidate)
+    flipped = ((reference > 0) != (candidate > 0)) | broken
+    result = {"metric": "argmax_agreement", "value": round(float(np.mean(~flipped)), 6),
+              "compared": int(len(reference)), "flips": int(np.sum(flipped)),
+              "near_tie_flips": int(np.sum(flipped & ~broken & near))}
     if np.any(broken):
         result["non_finite"] = int(np.sum(broken))
     return result

@@ -174,7 +174,7 @@ def _labelled_report(labelled):
         return None
     evaluation = labelled.float_evaluation
     return {**labelled.describe(), "float_metrics": evaluation.metrics,
-            "float_score_points": round(labelled.points(evaluation), 4),
+            "float_score_points": round(labelled.points(evaluation), 6),
             "tolerance_points": METRIC_TOLERANCE_POINTS}
 
 
@@ -434,9 +434,9 @@ class _Build:
         entry["decided_by"] = "task_metric"
         entry["task_metric"] = {"task": labelled.task.name, "file": labelled.path,
                                 "examples": labelled.examples_read,
-                                "score_points": round(points, 4),
-                                "float_score_points": round(float_points, 4),
-                                "gap_points": round(gap, 4),
+                                "score_points": round(points, 6),
+                                "float_score_points": round(float_points, 6),
+                                "gap_points": round(gap, 6),
                                 "tolerance_points": METRIC_TOLERANCE_POINTS,
                                 "metrics": evaluation.metrics, "passed": passed}
         for check in checks:

@@ -33,8 +33,9 @@ class LabelledSet:
     >>> tokenizer = kerasbert.tokenizers.from_hf(demo.vocabulary_dir("wordpiece"))
     >>> config = kerasbert.zoo.get_config("bert_tiny_uncased").replace(
     ...     num_layers=1, vocab_size=tokenizer.vocabulary_size(), max_positions=32)
+    >>> labels = demo.classification_labels()
     >>> model = kerasbert.models.build_task_model(config, "sequence_classification",
-    ...     id2label=demo.classification_labels())
+    ...                                           num_labels=len(labels), id2label=labels)
     >>> labelled = LabelledSet("wordnet_gloss", demo.classification_files()["dev"], model,
     ...                        tokenizer, max_seq_length=32, max_examples=40)
     >>> len(labelled.batches), sorted(labelled.batches[0])

@@ -140,20 +140,24 @@ def _float_nodes(calibrated):
     int8 goes where the multiply-adds are: the dense (FULLY_CONNECTED) layers
     of the transformer blocks, their GELU and the reshapes between them,
     weights per output channel and activations per tensor. Everything else
-    stays float32, because int8 loses what it carries there:
+    stays float32:
 
-    - the attention scores and probabilities: BERT adds a -1e9 bias at padding
-      keys before the softmax, and one int8 scale over [-1e9, max score] maps
-      every real score to the same value (attention turns uniform); the
-      probabilities of a spread-out softmax are a few int8 steps each;
+    - the attention scores: BERT adds a -1e9 bias at padding keys before the
+      softmax, and one int8 scale over [-1e9, max score] maps every real
+      score to the same value (attention turns uniform); the softmax and the
+      probability-value matmul stay float with them (a small share of the
+      work; quantizing that matmul measured no better or worse);
     - LayerNorm statistics and the residual sums: every block adds its output
       to the residual stream, so their rounding accumulates through the model;
-    - the embeddings and the heads (pooler, classifiers, MLM and NSP heads):
-      small, and their outputs are what is compared.
+    - the embeddings, tables included (full int8 would quantize a table per
+      tensor), and the heads (pooler, classifiers, MLM and NSP heads): their
+      outputs are what is compared.
 
-    Each of these was measured, one at a time, on the tests' pretrained tiny
-    BERT (docs/export.md, "Full int8: what stays float"): quantizing them loses
-    next-sentence and masked-token predictions that keeping them float keeps.
+    Quantizing the residual sums and LayerNorms, the embeddings or the heads
+    each lost masked-token and next-sentence predictions of the tests'
+    pretrained tiny BERT that keeping them float keeps (docs/export.md, "Full
+    int8: what stays float", has the measurement and its command). The cost
+    is file size: the embedding tables stay float32.
     """
     model = _schema.Model.GetRootAsModel(calibrated, 0)
     names = set()
