@@ -5,7 +5,8 @@ The exporter starts this file by path (`python artifact_runner.py REQUEST.json`)
 works next to the library fails here. The request names the runtime (`saved_model`,
 `tflite`, `text_tflite`, `onnx`), the artifacts, the calls (signature, case and input
 names) and the `.npz` of inputs; the outputs go to an `.npz` and what the runtime sees of
-each artifact (signatures, names, dtypes, shapes, latency) to a JSON file.
+each artifact (signatures, names, dtypes, shapes, latency) to a JSON file; an artifact that fails to load or run gets
+its error there instead, and the others still run.
 """
 
 import json
@@ -101,29 +102,38 @@ def onnx_runner(request, artifact):
 _RUNNERS = {"saved_model": saved_model_runner, "tflite": tflite_runner, "onnx": onnx_runner}
 
 
+def _run_artifact(request, artifact, inputs, outputs):
+    """Run every call of one artifact into `outputs`; return what the runtime says of it."""
+    run, info = _RUNNERS[request["runtime"]](request, artifact)
+    entry = {"signatures": info}
+    for call in artifact["calls"]:
+        feeds = {name: _as_feed(inputs[f"{call['case']}::{name}"]) for name in call["inputs"]}
+        for key, value in run(call["signature"], feeds).items():
+            outputs[f"{artifact['name']}::{call['signature']}::{call['case']}::{key}"] = value
+    latency = artifact.get("latency")
+    if latency:
+        feeds = {name: _as_feed(inputs[f"{latency['case']}::{name}"])
+                 for name in latency["inputs"]}
+        run(latency["signature"], feeds)
+        times = []
+        for _ in range(LATENCY_RUNS):
+            start = time.perf_counter()
+            run(latency["signature"], feeds)
+            times.append(time.perf_counter() - start)
+        entry["latency_ms"] = 1000 * statistics.median(times)
+    return entry
+
+
 def main(request_path):
     request = read_request(request_path)
     inputs = np.load(request["inputs_file"])
     outputs, report = {}, {}
     for artifact in request["artifacts"]:
-        run, info = _RUNNERS[request["runtime"]](request, artifact)
-        entry = {"signatures": info}
-        for call in artifact["calls"]:
-            feeds = {name: _as_feed(inputs[f"{call['case']}::{name}"]) for name in call["inputs"]}
-            for key, value in run(call["signature"], feeds).items():
-                outputs[f"{artifact['name']}::{call['signature']}::{call['case']}::{key}"] = value
-        latency = artifact.get("latency")
-        if latency:
-            feeds = {name: _as_feed(inputs[f"{latency['case']}::{name}"])
-                     for name in latency["inputs"]}
-            run(latency["signature"], feeds)
-            times = []
-            for _ in range(LATENCY_RUNS):
-                start = time.perf_counter()
-                run(latency["signature"], feeds)
-                times.append(time.perf_counter() - start)
-            entry["latency_ms"] = 1000 * statistics.median(times)
-        report[artifact["name"]] = entry
+        try:
+            report[artifact["name"]] = _run_artifact(request, artifact, inputs, outputs)
+        except Exception as error:  # the artifact's own failure: named, the others still run
+            message = (str(error).strip().splitlines() or [""])[0]
+            report[artifact["name"]] = {"error": f"{type(error).__name__}: {message}"}
     report["_imported_kerasbert"] = any(name.split(".")[0] == "kerasbert" for name in sys.modules)
     np.savez(request["output_file"], **outputs)
     with open(request["info_file"], "w", encoding="utf-8") as file:

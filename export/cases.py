@@ -1,6 +1,7 @@
 """The inputs every artifact is checked on: packed text (or, without a tokenizer, ids laid out
 the same way) at batch 1 and 3, two sequence lengths, single texts and pairs, right padding;
-and the texts that calibrate full-integer quantization and measure quantized agreement."""
+and the texts that calibrate full-integer quantization and, disjoint from them, the texts
+quantized artifacts are judged on."""
 
 import dataclasses
 import gzip
@@ -15,9 +16,10 @@ from kerasbert.models.tasks import encoder_of
 SHORT_LENGTH = 16
 PADDING_EXTRA = 8
 MASKED_POSITIONS = 3
-# Full-integer quantization calibrates on the first CALIBRATION_TEXTS texts. Quantized artifacts
-# are judged on up to AGREEMENT_TEXTS: with 64, one flipped prediction in a sequence-level
-# classifier already fell below 99% agreement, so the threshold tested "no flips" instead.
+# Full-integer quantization calibrates on the first CALIBRATION_TEXTS texts of the text source;
+# quantized artifacts are judged on up to AGREEMENT_TEXTS texts after them (never one of the
+# calibration texts). With 256, the 99% agreement rule allows two flips; with fewer than 100
+# judging texts it allows none.
 CALIBRATION_TEXTS = 64
 AGREEMENT_TEXTS = 256
 # The corpus shard that pretraining tests hold out: text the demo models never trained on.
@@ -40,6 +42,57 @@ class Case:
     @property
     def batch_size(self):
         return len(next(iter(self.inputs.values())))
+
+
+@dataclasses.dataclass
+class TextSets:
+    """The texts of an export: `calibration` (full-integer quantization's, possibly empty) and
+    `judging` (where quantized artifacts are judged), both from `source`; no judging text is
+    one of the calibration texts.
+
+    >>> sets = text_sets(None, calibrate=True)
+    >>> len(sets.calibration), len(sets.judging), bool(set(sets.calibration) & set(sets.judging))
+    (64, 256, False)
+    """
+
+    source: list
+    calibration: list
+    judging: list
+    dropped: int = 0
+
+    def describe(self):
+        """What the report says of the two sets: their source, sizes and which non-empty lines
+        of the source they are."""
+        calibrated = len(self.calibration)
+        last = calibrated + len(self.judging) + self.dropped
+        return {"calibration": {"source": self.source, "texts": calibrated,
+                                "non_empty_lines": f"1-{calibrated}" if calibrated else None},
+                "judging": {"source": self.source, "texts": len(self.judging),
+                            "non_empty_lines": f"{calibrated + 1}-{last}",
+                            "left_out_as_calibration_texts": self.dropped}}
+
+
+def text_sets(paths=None, calibrate=False):
+    """The `TextSets` of the text files `paths` (or of the shipped corpus's held-out shard when
+    None): with `calibrate`, the first `CALIBRATION_TEXTS` non-empty lines calibrate; the
+    judging texts are up to `AGREEMENT_TEXTS` lines after them, leaving out any line equal to a
+    calibration text."""
+    source = [str(path) for path in paths] if paths else [
+        demo.pretraining_corpus_files()[_HELD_OUT_SHARD]]
+    calibration_count = CALIBRATION_TEXTS if calibrate else 0
+    texts = read_texts(source, calibration_count + AGREEMENT_TEXTS)
+    calibration = texts[:calibration_count]
+    if calibrate and len(calibration) < CALIBRATION_TEXTS:
+        raise ExportError(f"calibration data {source}: {len(texts)} non-empty lines; int8 "
+                          f"calibrates on {CALIBRATION_TEXTS} and is judged on the lines after "
+                          "them, so give more text")
+    seen = set(calibration)
+    judging = [text for text in texts[calibration_count:] if text not in seen]
+    if not judging:
+        raise ExportError(f"calibration data {source}: no text left to judge quantized artifacts "
+                          f"on after the {calibration_count} calibration lines; give more text")
+    return TextSets(source, calibration, judging,
+                    len(texts) - calibration_count - len(judging))
 
 
 def read_texts(paths=None, count=AGREEMENT_TEXTS):
@@ -77,13 +130,14 @@ class CaseMaker:
     [('batch1_single_len16', (1, 16)), ('batch3_pairs_len32', (3, 32)), ('batch3_single_len16', (3, 16)), ('batch1_single_len16_padded_len24', (1, 24))]
     """
 
-    def __init__(self, model, tokenizer, max_seq_length, texts=None, seed=0):
+    def __init__(self, model, tokenizer, max_seq_length, sets=None, seed=0):
         self.config = encoder_of(model).config
         self.input_names = list(model.input)
         self.choices = len(model.input["token_ids"].shape) == 3
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
-        self.texts = texts or read_texts()
+        self.sets = sets or text_sets()
+        self.texts = self.sets.judging
         self.rng = np.random.default_rng(seed)
 
     # --- the cases ---
@@ -104,18 +158,18 @@ class CaseMaker:
         return cases
 
     def agreement_inputs(self, batch_size=AGREEMENT_TEXTS):
-        """The texts packed at the full length, in batches: where quantized artifacts are judged."""
+        """The judging texts packed at the full length, in batches: where quantized artifacts
+        are judged."""
         return [self.packed(self.texts[start:start + batch_size], None, self.max_seq_length)
                 for start in range(0, len(self.texts), batch_size)]
 
     def calibration_inputs(self):
-        """One input per each of the first `CALIBRATION_TEXTS` texts, batch 1, packed at the full
-        length (int8 calibration)."""
+        """One input per calibration text, batch 1, packed at the full length (int8
+        calibration)."""
         if self.tokenizer is None:
             raise ExportError("int8 calibration needs the model's tokenizer to turn "
                               "--calibration_data into ids, and this model has none")
-        return [self.packed([text], None, self.max_seq_length)
-                for text in self.texts[:CALIBRATION_TEXTS]]
+        return [self.packed([text], None, self.max_seq_length) for text in self.sets.calibration]
 
     # --- packing ---
 

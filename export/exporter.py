@@ -12,9 +12,10 @@ import tensorflow as tf
 from kerasbert.atomic_files import TemporarySibling
 from kerasbert.export import cases as cases_module
 from kerasbert.export import report as report_module
-from kerasbert.export.compare import (AGREEMENT_THRESHOLD, FLOAT32_TOLERANCE, agreement,
-                                      float_difference, is_sequence_aligned)
+from kerasbert.export.compare import (FLOAT32_TOLERANCE, agreement, float_difference,
+                                      is_sequence_aligned, passes, threshold)
 from kerasbert.export.errors import ExportError
+from kerasbert.export.labelled import METRIC_TOLERANCE_POINTS, LabelledSet
 from kerasbert.export.model_sources import load_export_model
 from kerasbert.export.onnx_model import OPSET, convert_to_onnx
 from kerasbert.export.onnx_model import op_inventory as onnx_op_inventory
@@ -37,7 +38,8 @@ _TEXT_CASES = {
 
 
 def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_seq_length=128,
-           text_signatures=False, tokenizer=None, calibration_data=None, serving_version=None):
+           text_signatures=False, tokenizer=None, calibration_data=None, serving_version=None,
+           eval_file=None, task=None, max_eval_examples=None):
     """Export `model_or_path` into `output_dir` and return the report (also written to
     `output_dir/export_report.json`).
 
@@ -45,13 +47,17 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     `kerasbert-finetune` directory, or a local Hugging Face folder. `formats`: any of
     `saved_model`, `tflite`, `onnx`. `quantize`: the TFLite variants, any of `none`
     (`model.tflite`), `float16`, `dynamic_int8`, `int8` (full integer, calibrated on the
-    text files `calibration_data`). `text_signatures`: add `serve_text`, `serve_text_pair`
-    and `serve_examples` to the SavedModel and write `model_text.tflite` (WordPiece
-    tokenizers), using `tokenizer` or the model's own. `serving_version`: put the
-    SavedModel in `saved_model/<N>/`, TF Serving's layout.
+    first lines of the text files `calibration_data`; the lines after them are where the
+    quantized variants are judged). `text_signatures`: add `serve_text`, `serve_text_pair`
+    and `serve_examples` to the SavedModel and, with `tflite`, write `model_text.tflite`
+    (WordPiece tokenizers; any other is an error), using `tokenizer` or the model's own.
+    `serving_version`: put the SavedModel in `saved_model/<N>/`, TF Serving's layout.
+    `eval_file` and `task`: a labelled file in any format `kerasbert-finetune` reads for
+    `task` (its first `max_eval_examples` examples); quantized variants are then judged by
+    that task's metric (see `kerasbert.export.compare` and `kerasbert.export.labelled`).
 
     Every artifact is reloaded in a fresh process and compared with the Keras model;
-    on any failure `ExportError` names the artifact and output, and nothing is left at
+    on any failure `ExportError` names the artifact and its numbers, and nothing is left at
     `output_dir`.
 
     Example:
@@ -63,6 +69,10 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     (['model.onnx'], True)
     """
     formats, quantize = _checked_choices(formats, quantize, calibration_data)
+    if (eval_file is None) != (task is None):
+        raise ExportError("--eval_file needs --task (the kerasbert-finetune task whose format "
+                          "and metric the file has)" if task is None else
+                          f"--task={task} names the task of a labelled file; give --eval_file too")
     output_dir = os.path.abspath(os.fspath(output_dir))
     if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)):
         raise ExportError(f"{output_dir}: already exists and is not empty; export writes a new "
@@ -72,19 +82,25 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     if max_seq_length > config.max_sequence_length or max_seq_length < 4:
         raise ExportError(f"max_seq_length={max_seq_length}: {model.name} numbers at most "
                           f"{config.max_sequence_length} positions (and at least 4 are needed)")
-    if text_signatures and tokenizer is None:
-        raise ExportError(f"{model.name}: text signatures need a tokenizer and the model has none "
-                          "known; pass tokenizer= (--tokenizer) or export a Hugging Face folder "
-                          "with its tokenizer files")
-    texts = cases_module.read_texts(calibration_data)
-    maker = cases_module.CaseMaker(model, tokenizer, max_seq_length, texts)
-    if "int8" in quantize:
+    if text_signatures:
+        _check_text_signatures(model, tokenizer, formats, max_seq_length)
+    calibrate = "int8" in quantize and "tflite" in formats
+    sets = cases_module.text_sets(calibration_data, calibrate=calibrate)
+    maker = cases_module.CaseMaker(model, tokenizer, max_seq_length, sets)
+    if calibrate:
         maker.calibration_inputs()  # refuses early when there is no tokenizer
+    serve = serving_function(model)
+    labelled = None
+    if eval_file is not None:
+        labelled = LabelledSet(task, eval_file, model, tokenizer, max_seq_length,
+                               max_eval_examples)
+        labelled.reference = [_numpy(serve(batch)) for batch in labelled.batches]
+        labelled.float_evaluation = labelled.score(labelled.reference)
 
     work = TemporarySibling(output_dir, "partial", folder=True)  # and a killed run's removed
     work_dir = work.path
     try:
-        build = _Build(model, tokenizer, maker, work_dir, max_seq_length)
+        build = _Build(model, tokenizer, maker, work_dir, max_seq_length, serve, labelled)
         if "saved_model" in formats:
             build.saved_model(text_signatures, serving_version)
         if "tflite" in formats:
@@ -94,7 +110,8 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
         if "onnx" in formats:
             build.onnx()
         build.verify()
-        report = report_module.make_report(model, tokenizer, build, max_seq_length, OPSET)
+        report = report_module.make_report(model, tokenizer, build, max_seq_length, OPSET,
+                                           sets.describe(), _labelled_report(labelled))
         report_module.write_report(os.path.join(work_dir, REPORT_FILE), report)
         shutil.rmtree(build.scratch)
         work.publish()  # over an empty output_dir too
@@ -126,20 +143,53 @@ def _checked_choices(formats, quantize, calibration_data):
     return formats, quantize
 
 
+def _check_text_signatures(model, tokenizer, formats, max_seq_length):
+    """Refuse, before anything is built, text signatures that cannot be made as asked."""
+    from kerasbert.export.text_tflite import check_text_tflite
+
+    if tokenizer is None:
+        raise ExportError(f"{model.name}: text signatures need a tokenizer and the model has none "
+                          "known; pass tokenizer= (--tokenizer) or export a Hugging Face folder "
+                          "with its tokenizer files, or export without --text_signatures")
+    if "masked_lm_positions" in model.input:
+        raise ExportError(f"{model.name}: text signatures take whole texts, but this pretraining "
+                          "model also needs masked_lm_positions; export it without "
+                          "--text_signatures")
+    if "tflite" not in formats:
+        return
+    try:
+        check_text_tflite(model, tokenizer, max_seq_length)
+    except ValueError as error:
+        opt_out = ("leave tflite out of --formats to get the SavedModel's text signatures alone, "
+                   "or export without --text_signatures" if "saved_model" in formats else
+                   "export without --text_signatures")
+        raise ExportError(f"{TEXT_TFLITE_FILE} cannot be built, and --text_signatures with tflite "
+                          f"in --formats asks for it: {error}; {opt_out}") from None
+
+
+def _labelled_report(labelled):
+    if labelled is None:
+        return None
+    evaluation = labelled.float_evaluation
+    return {**labelled.describe(), "float_metrics": evaluation.metrics,
+            "float_score_points": round(labelled.points(evaluation), 6),
+            "tolerance_points": METRIC_TOLERANCE_POINTS}
+
+
 class _Build:
     """The artifacts being made in `work_dir`, their checks and what the report says of them."""
 
-    def __init__(self, model, tokenizer, maker, work_dir, max_seq_length):
+    def __init__(self, model, tokenizer, maker, work_dir, max_seq_length, serve, labelled):
         self.model, self.tokenizer, self.maker = model, tokenizer, maker
         self.work_dir, self.max_seq_length = work_dir, max_seq_length
         self.scratch = tempfile.mkdtemp(dir=work_dir, prefix=".scratch-")
-        self.serve = serving_function(model)
+        self.serve = serve
+        self.labelled = labelled
         self.cases = maker.verification_cases()
         self.agreement_batches = maker.agreement_inputs()
         self.artifacts = {}    # name -> report entry
         self.runs = {}         # runtime -> list of (artifact dict, judge)
         self.failures = []
-        self.skipped = {}      # artifact name -> why it was not made
 
     # --- building ---
 
@@ -174,7 +224,8 @@ class _Build:
                 file.write(flatbuffer)
             entry = self._entry(name, name, ops=op_inventory(flatbuffer), quantization=quantization)
             judged = "float32" if quantization == "none" else "quantized"
-            calls = self._id_calls() if judged == "float32" else self._agreement_calls()
+            calls = (self._id_calls() if judged == "float32" else
+                     self._agreement_calls() + self._labelled_calls())
             self._schedule("tflite", entry, {"path": path, "calls": calls,
                                              "latency": self._latency_call()}, judged)
 
@@ -182,10 +233,7 @@ class _Build:
         from kerasbert.export.text_tflite import text_tflite_model
         try:
             flatbuffer = text_tflite_model(self.model, self.tokenizer, self.max_seq_length)
-        except ValueError as error:  # a tokenizer or model it cannot take: said in the report
-            self.skipped[TEXT_TFLITE_FILE] = str(error)
-            return
-        except (RuntimeError, tf.errors.OpError) as error:
+        except (ValueError, RuntimeError, tf.errors.OpError) as error:
             raise ExportError(f"{TEXT_TFLITE_FILE}: conversion failed: {error}") from None
         path = os.path.join(self.work_dir, TEXT_TFLITE_FILE)
         with open(path, "wb") as file:
@@ -214,6 +262,12 @@ class _Build:
         return [{"signature": "serving_default", "case": f"agreement{index}",
                  "inputs": sorted(batch)} for index, batch in enumerate(self.agreement_batches)]
 
+    def _labelled_calls(self):
+        if self.labelled is None:
+            return []
+        return [{"signature": "serving_default", "case": f"eval{index}", "inputs": sorted(batch)}
+                for index, batch in enumerate(self.labelled.batches)]
+
     def _latency_call(self):
         return {"signature": "serving_default", "case": "latency",
                 "inputs": sorted(self.agreement_batches[0])}
@@ -233,6 +287,8 @@ class _Build:
             arrays.update({f"agreement{index}::{key}": value for key, value in batch.items()})
         arrays.update({f"latency::{key}": value[:1]
                        for key, value in self.agreement_batches[0].items()})
+        for index, batch in enumerate(self.labelled.batches if self.labelled else []):
+            arrays.update({f"eval{index}::{key}": value for key, value in batch.items()})
         single = _TEXT_CASES["text_single"]
         first, second = _TEXT_CASES["text_pair"]
         arrays["text_single::text"] = np.array(single)
@@ -266,6 +322,11 @@ class _Build:
             for artifact in artifacts:
                 entry = self.artifacts[artifact["name"]]
                 entry.update(info[artifact["name"]])
+                if "error" in entry:
+                    self.failures.append(f"{artifact['name']}: fails to load or run in a fresh "
+                                         f"{runtime} process: {entry['error']}")
+                    entry["checks"], entry["verified"] = [], False
+                    continue
                 self._judge(artifact, entry, outputs, references)
         for entry in self.artifacts.values():
             entry.update(report_module.file_facts(os.path.join(self.work_dir, entry["path"])))
@@ -279,6 +340,8 @@ class _Build:
             references[case.name] = _numpy(self.serve(case.inputs))
         for index, batch in enumerate(self.agreement_batches):
             references[f"agreement{index}"] = _numpy(self.serve(batch))
+        for index, reference in enumerate(self.labelled.reference if self.labelled else []):
+            references[f"eval{index}"] = reference
         if self.tokenizer is not None:
             single = _TEXT_CASES["text_single"]
             first, second = _TEXT_CASES["text_pair"]
@@ -299,39 +362,91 @@ class _Build:
 
     def _judge(self, artifact, entry, outputs, references):
         name = artifact["name"]
-        checks = []
+        produced = {}  # case -> {output: array}
         for call in artifact["calls"]:
-            reference = references[call["case"]]
-            produced = {key.split("::")[-1]: value for key, value in outputs.items()
-                        if key.startswith(f"{name}::{call['signature']}::{call['case']}::")}
-            if sorted(produced) != sorted(reference):
+            prefix = f"{name}::{call['signature']}::{call['case']}::"
+            values = {key[len(prefix):]: value for key, value in outputs.items()
+                      if key.startswith(prefix)}
+            expected = sorted(references[call["case"]])
+            if sorted(values) != expected:
                 self.failures.append(f"{name}: signature {call['signature']} returns "
-                                     f"{sorted(produced)}, expected {sorted(reference)}")
-                continue
-            mask = self._padding_mask(call["case"])
-            for output in sorted(reference):
-                if entry["judged_as"] == "float32":
-                    result = float_difference(reference[output], produced[output])
-                    passed = result["max_rel"] <= FLOAT32_TOLERANCE
-                    detail = f"differs by {result['max_abs']:.3g} (relative {result['max_rel']:.3g})"
-                else:
-                    result = agreement(output, reference[output], produced[output], mask)
-                    passed = result["value"] >= AGREEMENT_THRESHOLD
-                    detail = f"{result['metric']} {result['value']:.4f} < {AGREEMENT_THRESHOLD}"
-                    if "near_ties" in result:
-                        detail += (f" (flips where the float model nearly ties, "
-                                   f"{result['near_ties']} here, are already not counted)")
-                checks.append({"signature": call["signature"], "case": call["case"],
-                               "output": output, **result, "passed": passed})
-                if not passed:
-                    self.failures.append(f"{name}: output {output!r} on {call['signature']} "
-                                         f"case {call['case']} {detail}")
+                                     f"{sorted(values)}, expected {expected}")
+                entry["checks"], entry["verified"] = [], False
+                return
+            produced[call["case"], call["signature"]] = values
         if entry["judged_as"] == "float32":
+            checks = self._float_checks(name, produced, references)
             checks += self._padding_checks(name, outputs)
+            entry["verified"] = all(check["passed"] for check in checks)
+        else:
+            checks, entry["verified"] = self._quantized_checks(name, entry, produced, references)
         entry["checks"] = checks
-        entry["verified"] = all(check["passed"] for check in checks)
-        if entry["judged_as"] == "quantized":
-            entry["agreement"] = _summarize_agreement(checks)
+
+    def _float_checks(self, name, produced, references):
+        checks = []
+        for (case, signature), values in produced.items():
+            for output in sorted(values):
+                result = float_difference(references[case][output], values[output])
+                passed = result["max_rel"] <= FLOAT32_TOLERANCE
+                checks.append({"signature": signature, "case": case, "output": output,
+                               **result, "passed": passed})
+                if not passed:
+                    self.failures.append(
+                        f"{name}: output {output!r} on {signature} case {case} differs by "
+                        f"{result['max_abs']:.3g} (relative {result['max_rel']:.3g})")
+        return checks
+
+    def _quantized_checks(self, name, entry, produced, references):
+        """The strict rule (`kerasbert.export.compare`), or, with a labelled set, its task
+        metric; the checks and whether the artifact passes."""
+        cases = [case for case, _ in produced if case.startswith("agreement")]
+        texts = len(self.maker.texts)
+        checks = []
+        for output in sorted(references[cases[0]]):
+            result = agreement(output,
+                               np.concatenate([references[case][output] for case in cases]),
+                               np.concatenate([produced[case, "serving_default"][output]
+                                               for case in cases]),
+                               np.concatenate([self._padding_mask(case) for case in cases]))
+            checks.append({"check": "agreement", "output": output, "judging_texts": texts,
+                           **result, "threshold": threshold(result), "passed": passes(result)})
+        entry["agreement"] = {check["output"]: {key: value for key, value in check.items()
+                                                if key not in ("check", "output", "passed")}
+                              for check in checks}
+        described = ", ".join(_agreement_text(check) for check in checks)
+        if self.labelled is None:
+            entry["decided_by"] = "agreement"
+            failed = [check for check in checks if not check["passed"]]
+            if failed:
+                self.failures.append(f"{name}: " + ", ".join(
+                    f"output {check['output']!r} {_agreement_text(check)}, below "
+                    f"{check['threshold']}" for check in failed))
+            return checks, not failed
+        labelled = self.labelled
+        evaluation = labelled.score([produced[f"eval{index}", "serving_default"]
+                                     for index in range(len(labelled.batches))])
+        float_points = labelled.points(labelled.float_evaluation)
+        points = labelled.points(evaluation)
+        gap = abs(points - float_points)
+        passed = gap <= METRIC_TOLERANCE_POINTS
+        entry["decided_by"] = "task_metric"
+        entry["task_metric"] = {"task": labelled.task.name, "file": labelled.path,
+                                "examples": labelled.examples_read,
+                                "score_points": round(points, 6),
+                                "float_score_points": round(float_points, 6),
+                                "gap_points": round(gap, 6),
+                                "tolerance_points": METRIC_TOLERANCE_POINTS,
+                                "metrics": evaluation.metrics, "passed": passed}
+        for check in checks:
+            check["decides"] = False
+        checks.append({"check": "task_metric", **entry["task_metric"]})
+        if not passed:
+            self.failures.append(
+                f"{name}: {labelled.task.name} score {points:.2f} against the float model's "
+                f"{float_points:.2f} on {labelled.examples_read} examples of {labelled.path}, "
+                f"{gap:.2f} points apart (at most {METRIC_TOLERANCE_POINTS} allowed); "
+                f"{described}")
+        return checks, passed
 
     def _padding_checks(self, name, outputs):
         """The artifact's outputs at real tokens are the same when the input is padded longer."""
@@ -388,12 +503,13 @@ def _numpy(outputs):
     return {key: np.asarray(value) for key, value in outputs.items()}
 
 
-def _summarize_agreement(checks):
-    worst = {}
-    for check in checks:
-        current = worst.get(check["output"])
-        if current is None or check["value"] < current["value"]:
-            worst[check["output"]] = {key: check[key] for key in
-                                      ("metric", "value", "strict_value", "near_ties")
-                                      if key in check}
-    return worst
+def _agreement_text(check):
+    """`"argmax_agreement 0.9766 on 256 judging texts (6 of 256 flipped, 2 near ties)"`."""
+    text = f"{check['metric']} {check['value']:.4f} on {check['judging_texts']} judging texts"
+    broken = (f", {check['non_finite']} with NaN or infinite values"
+              if check.get("non_finite") else "")
+    if check["metric"] == "argmax_agreement":
+        return text + (f" ({check['flips']} of {check['compared']} flipped, "
+                       f"{check['near_tie_flips']} near ties{broken})")
+    return text + (f" (1st percentile {check['percentile_1_cosine']:.4f} over "
+                   f"{check['compared']} vectors{broken})")

@@ -1,5 +1,6 @@
-"""`export_report.json`: versions, the model, and per artifact its size, SHA-256, signatures,
-op inventory, checks, quantized agreement and latency."""
+"""`export_report.json`: versions, the model, the texts quantized artifacts were calibrated and
+judged on (and the labelled set, if any), and per artifact its size, SHA-256, signatures, op
+inventory, checks, quantized agreement (and task metric) and latency."""
 
 import collections
 import hashlib
@@ -82,8 +83,10 @@ def saved_model_ops(path):
     return dict(sorted(counts.items()))
 
 
-def make_report(model, tokenizer, build, max_seq_length, opset):
-    """The report of a finished build (see `kerasbert.export.export`)."""
+def make_report(model, tokenizer, build, max_seq_length, opset, texts, labelled_set):
+    """The report of a finished build (see `kerasbert.export.export`); `texts`: the calibration
+    and judging sets (`TextSets.describe()`), `labelled_set`: what the labelled set was, or
+    None."""
     config = encoder_of(model).config
     return {
         "versions": library_versions(),
@@ -95,8 +98,9 @@ def make_report(model, tokenizer, build, max_seq_length, opset):
                   "labels": _label_names(model)},
         "max_seq_length": max_seq_length,
         "onnx_opset": opset,
+        "texts": texts,
+        "labelled_set": labelled_set,
         "artifacts": build.artifacts,
-        "skipped": build.skipped,
     }
 
 

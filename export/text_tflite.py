@@ -192,7 +192,18 @@ def _check_model(model):
     return getattr(getattr(model, "encoder", model), "config", None)
 
 
-def _serving_function(model, tokenizer, max_seq_length):
+def check_text_tflite(model, tokenizer, max_seq_length=128):
+    """Raise `ValueError` saying why `text_tflite_model(model, tokenizer, max_seq_length)`
+    cannot be built, if it cannot; return the model's `EncoderConfig` (or None).
+
+    >>> import kerasbert
+    >>> from kerasbert.data import demo
+    >>> tokenizer = kerasbert.tokenizers.from_hf(demo.vocabulary_dir("byte_pair"))
+    >>> check_text_tflite(kerasbert.zoo.build("roberta_base", num_layers=1), tokenizer)
+    Traceback (most recent call last):
+    ...
+    ValueError: text_tflite_model supports WordPiece tokenizers (BERT, ELECTRA) only, not ...
+    """
     _check_tokenizer(tokenizer)
     config = _check_model(model)
     if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, int) or max_seq_length < 3:
@@ -205,6 +216,11 @@ def _serving_function(model, tokenizer, max_seq_length):
         if getattr(config, "vocab_size", tokenizer.vocabulary_size()) < tokenizer.vocabulary_size():
             raise ValueError(f"{type(tokenizer).__name__} has {tokenizer.vocabulary_size()} tokens, "
                              f"model {model.name!r} only {config.vocab_size}")
+    return config
+
+
+def _serving_function(model, tokenizer, max_seq_length):
+    check_text_tflite(model, tokenizer, max_seq_length)
 
     normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=tokenizer.lowercase)
     wordpiece = tf_text.FastWordpieceTokenizer(

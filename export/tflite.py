@@ -11,10 +11,11 @@ axes stay resizable. The quantizations (`QUANTIZATIONS`):
 - `dynamic_int8`: dynamic-range quantization: int8 weights (per output channel)
   for the dense layers and embeddings, float32 activations; the kernels
   quantize activations on the fly.
-- `int8`: full-integer post-training quantization calibrated on representative
-  inputs: int8 weights and activations in between int32 ids in and float32
-  outputs out. The attention-score path (query-key matmul, padding-mask bias,
-  softmax) stays float32; see `_float_attention_nodes`.
+- `int8`: full-integer post-training quantization of the transformer blocks'
+  dense layers, calibrated on representative inputs: int8 weights (per output
+  channel) and int8 activations (per tensor) in those layers and their GELU;
+  the rest (embeddings, LayerNorms, residual sums, attention scores and
+  probabilities, the heads) stays float32; see `_float_nodes`.
 
 Two things the converter gets wrong silently, and which this module therefore
 handles or checks:
@@ -46,12 +47,10 @@ SIGNATURE_KEY = "serving_default"
 
 _BUILTIN_NAMES = {code: name for name, code in vars(_schema.BuiltinOperator).items()
                   if not name.startswith("_")}
-# Calibrated ranges wider than this come from the -1e9 padding-mask bias, never from a
-# real activation; an int8 scale spanning them flattens every real value to one step.
-_MASK_RANGE = 1e3
-# Ops between the padding mask and the attention softmax (the bias arithmetic, the add).
-_SCORE_PATH_OPS = frozenset({"ADD", "SUB", "MUL", "NEG", "CAST", "EXPAND_DIMS", "RESHAPE",
-                             "BROADCAST_TO", "SELECT_V2"})
+# What full-integer quantization makes int8 (see `_float_nodes`): these ops, when they belong to
+# a transformer block (their tensors are named after the block's layer).
+_INT8_OPS = frozenset({"FULLY_CONNECTED", "GELU", "RESHAPE", "TRANSPOSE"})
+_BLOCK_SCOPE = "transformer_layer_"
 
 
 def convert_to_tflite(serve, model, quantization="none", representative_inputs=None):
@@ -114,7 +113,7 @@ def _converter(serve, model):
 
 
 def _full_integer(converter, representative_inputs):
-    """Calibrate, then quantize everything but the attention-score path to int8.
+    """Calibrate, then quantize the transformer blocks' dense layers to int8.
 
     These are the two steps `converter.convert()` runs for full-integer
     quantization, split (as `tf.lite.experimental.QuantizationDebugger` does)
@@ -131,72 +130,47 @@ def _full_integer(converter, representative_inputs):
     with warnings.catch_warnings():  # calibration runs tf.lite.Interpreter, which warns
         warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated")
         calibrated = converter.convert()
-    return _tflite_convert.mlir_quantize(
-        calibrated, denylisted_nodes=sorted(_float_attention_nodes(calibrated)))
+    return _tflite_convert.mlir_quantize(calibrated,
+                                         denylisted_nodes=sorted(_float_nodes(calibrated)))
 
 
-def _float_attention_nodes(calibrated):
-    """Names (output tensors) of the nodes that full-integer quantization must keep float32.
+def _float_nodes(calibrated):
+    """Names (output tensors) of the nodes that full-integer quantization keeps float32.
 
-    BERT's attention adds a -1e9 bias at padding keys before the softmax. A
-    single int8 scale over [-1e9, max score] maps every real score to the same
-    value: attention turns uniform and the outputs are destroyed (mean token
-    cosine 0.78-0.92 and argmax agreement down to 0.66 on the tiny test
-    models, 0.55 on a 4-layer BERT of hidden size 256). The calibrated range
-    of the query-key matmul spans the bias too. Kept float: every softmax, the
-    ops from its input back through the bias arithmetic to the padding mask,
-    the query-key `BATCH_MATMUL`, and, as a safeguard, any op that reads or
-    writes a tensor with a calibrated range wider than `_MASK_RANGE`. That is
-    ~3% of BERT-base's multiply-adds; the probabilities are requantized for
-    the probability-value matmul. (Clipping the bias to -120 in the model
-    instead, as MobileBERT-EdgeTPU does, keeps everything int8 but loses
-    more: agreement 0.95 vs 0.98 and mean cosine 0.9961 vs 0.9980 on ALBERT.)
+    int8 goes where the multiply-adds are: the dense (FULLY_CONNECTED) layers
+    of the transformer blocks, their GELU and the reshapes between them,
+    weights per output channel and activations per tensor. Everything else
+    stays float32:
+
+    - the attention scores: BERT adds a -1e9 bias at padding keys before the
+      softmax, and one int8 scale over [-1e9, max score] maps every real
+      score to the same value (attention turns uniform); the softmax and the
+      probability-value matmul stay float with them (a small share of the
+      work; quantizing that matmul measured no better or worse);
+    - LayerNorm statistics and the residual sums: every block adds its output
+      to the residual stream, so their rounding accumulates through the model;
+    - the embeddings, tables included (full int8 would quantize a table per
+      tensor), and the heads (pooler, classifiers, MLM and NSP heads): their
+      outputs are what is compared.
+
+    Quantizing the residual sums and LayerNorms, the embeddings or the heads
+    each lost masked-token and next-sentence predictions of the tests'
+    pretrained tiny BERT that keeping them float keeps (docs/export.md, "Full
+    int8: what stays float", has the measurement and its command). The cost
+    is file size: the embedding tables stay float32.
     """
     model = _schema.Model.GetRootAsModel(calibrated, 0)
     names = set()
     for index in range(model.SubgraphsLength()):
         subgraph = model.Subgraphs(index)
-        operators = [subgraph.Operators(i) for i in range(subgraph.OperatorsLength())]
-        kinds = [_operator_name(model, operator)[0] for operator in operators]
-        kept = (_attention_score_ops(subgraph, operators, kinds)
-                | _wide_range_ops(subgraph, operators))
-        names.update(subgraph.Tensors(tensor).Name().decode()
-                     for op in kept for tensor in _tensors(operators[op], "Outputs"))
+        for position in range(subgraph.OperatorsLength()):
+            operator = subgraph.Operators(position)
+            outputs = [subgraph.Tensors(tensor).Name().decode()
+                       for tensor in _tensors(operator, "Outputs")]
+            in_block = all(_BLOCK_SCOPE in name for name in outputs)
+            if not (in_block and _operator_name(model, operator)[0] in _INT8_OPS):
+                names.update(outputs)
     return names
-
-
-def _attention_score_ops(subgraph, operators, kinds):
-    """Indices of the softmax ops and of the score / bias ops feeding them (see above)."""
-    producer = {tensor: index for index, operator in enumerate(operators)
-                for tensor in _tensors(operator, "Outputs")}
-    kept = {index for index, kind in enumerate(kinds) if kind == "SOFTMAX"}
-    stack = list(kept)
-    while stack:
-        index = stack.pop()
-        if kinds[index] == "BATCH_MATMUL":  # the query-key product: kept, not walked through
-            continue
-        for tensor in _tensors(operators[index], "Inputs"):
-            source = producer.get(tensor)
-            if (source is not None and source not in kept
-                    and kinds[source] in _SCORE_PATH_OPS | {"BATCH_MATMUL"}
-                    and subgraph.Tensors(tensor).Type() == _schema.TensorType.FLOAT32):
-                kept.add(source)
-                stack.append(source)
-    return kept
-
-
-def _wide_range_ops(subgraph, operators):
-    """Indices of the ops that read or write a tensor calibrated wider than `_MASK_RANGE`."""
-    def wide(tensor):
-        quantization = subgraph.Tensors(tensor).Quantization()
-        if quantization is None or quantization.MinLength() == 0:
-            return False
-        return max(np.abs(quantization.MinAsNumpy()).max(),
-                   np.abs(quantization.MaxAsNumpy()).max()) > _MASK_RANGE
-
-    return {index for index, operator in enumerate(operators)
-            if any(wide(tensor) for tensor in
-                   (*_tensors(operator, "Inputs"), *_tensors(operator, "Outputs")))}
 
 
 def _tensors(operator, which):

@@ -19,7 +19,7 @@ import tensorflow as tf
 from kerasbert.main_job import QUICK
 from kerasbert.main_job.runner import (RUN_FILE, StageError, format_table, read_run, run_stage,
                                        start_run)
-from kerasbert.main_job.stages import Stage, plan
+from kerasbert.main_job.stages import EXPORT_EVAL_EXAMPLES, Stage, plan
 
 pytestmark = pytest.mark.slow
 
@@ -201,9 +201,14 @@ def test_exports_and_labels(run_dir):
         predictions = json.load(file)
     with open(os.path.join(run_dir, "sentences.txt"), encoding="utf-8") as file:
         assert [entry["text"] for entry in predictions] == file.read().splitlines()
-    labels = json.load(open(os.path.join(export, "export_report.json")))["model"]["labels"]
+    report = json.load(open(os.path.join(export, "export_report.json")))
+    labels = report["model"]["labels"]
     for entry in predictions:
         assert entry["tflite"] == entry["saved_model"] and entry["tflite"] in labels
+    # The quantized classifier is judged on the dev split by its task score.
+    metric = report["artifacts"]["model_dynamic_int8.tflite"]["task_metric"]
+    assert metric["task"] == "wordnet_gloss" and metric["examples"] == EXPORT_EVAL_EXAMPLES
+    assert metric["file"].endswith("wordnet_gloss-dev.tsv.gz") and metric["gap_points"] <= 1.0
 
 
 def test_curves_png(run_dir):

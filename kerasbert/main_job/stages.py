@@ -20,9 +20,13 @@ TASK = "wordnet_gloss"
 # A few held-out test glosses, classified by the exported raw-text TFLite file and SavedModel.
 SENTENCES_FILE = "sentences.txt"
 SENTENCE_COUNT = 6
-# Dev glosses: the in-domain text on which the export judges its quantized classifier.
+# Dev glosses: the in-domain text on which the export measures its quantized classifier's
+# argmax agreement.
 AGREEMENT_FILE = "agreement_texts.txt"
 AGREEMENT_COUNT = 256
+# The export judges its quantized classifier by the task metric on the first this many dev
+# glosses (`--max_eval_examples`), against the Keras model's on the same glosses.
+EXPORT_EVAL_EXAMPLES = 2000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,6 +166,8 @@ def plan(run_dir, settings):
                "formats": ["saved_model", "tflite", "onnx"], "quantize": ["none", "dynamic_int8"],
                "text_signatures": True, "tokenizer": path("vocabulary"),
                "calibration_data": path(AGREEMENT_FILE),
+               "eval_file": gloss_files["dev"], "task": TASK,
+               "max_eval_examples": EXPORT_EVAL_EXAMPLES,
                "max_seq_length": settings.finetune_seq_length},
               "export", False, _export_metric),
         Stage("classify", "label raw sentences with the TFLite file and the SavedModel",
@@ -204,15 +210,23 @@ def _eval_metrics(directory, split):
 
 
 def _export_metric(run_dir):
+    """The artifacts, and for each quantized one its strict argmax agreement on the judging
+    texts and its task score's distance from the Keras model's on the dev glosses."""
     report = _read_json(os.path.join(run_dir, "export", "export_report.json"))
     artifacts = report["artifacts"]
-    agreement = [value["value"] for entry in artifacts.values()
-                 for value in entry.get("agreement", {}).values()]
+    values = {"artifacts": sorted(artifacts),
+              "verified": all(entry["verified"] for entry in artifacts.values())}
     text = f"{len(artifacts)} artifacts verified"
-    if agreement:
-        text += f", int8 agreement {min(agreement):.3f}"
-    return text, {"artifacts": sorted(artifacts),
-                  "verified": all(entry["verified"] for entry in artifacts.values())}
+    for name, entry in sorted(artifacts.items()):
+        if "agreement" not in entry:
+            continue
+        agreement = min(value["value"] for value in entry["agreement"].values())
+        metric = entry["task_metric"]
+        variant = name[len("model_"):-len(".tflite")]
+        text += (f"; {variant}: agreement {agreement:.3f}, dev score "
+                 f"{metric['score_points']:.2f} (Keras {metric['float_score_points']:.2f})")
+        values[variant] = {"agreement": agreement, "dev_score_gap_points": metric["gap_points"]}
+    return text, values
 
 
 def _classify_metric(run_dir):

@@ -41,6 +41,26 @@ class Evaluation:
     degenerate: bool
 
 
+@dataclasses.dataclass
+class EvaluationInputs:
+    """What a model runs on to be evaluated, and what maps its outputs back to the examples.
+
+    `examples`: the task's examples; `batches`: the batches of the model's inputs with their
+    bookkeeping (`example_index`, ...), a `tf.data.Dataset` or any iterable of dicts of arrays
+    in the same order; `features`: SQuAD's context windows (None for the other tasks).
+    `FinetuningTask.score` turns the model's outputs on `batches`, concatenated as
+    `model.predict` returns them, into the task's metrics; `kerasbert-finetune` and
+    `kerasbert-export --eval_file` both go through it.
+
+    >>> EvaluationInputs(["an example"], batches=[]).features is None
+    True
+    """
+
+    examples: list
+    batches: object
+    features: object = None
+
+
 class FinetuningTask:
     """A task `kerasbert-finetune` trains: subclasses fill in the files and the metrics.
 
@@ -64,11 +84,30 @@ class FinetuningTask:
         """The checked examples of the `role` ("train", "dev" or "test") file at `path`."""
         raise NotImplementedError
 
+    # The main score (`Evaluation.score`) in percent is this times the score: 100 for the
+    # metrics in [0, 1] (or [-1, 1]), 1 for SQuAD's official scores, which are percentages.
+    score_to_percent = 100.0
+
     def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0, epochs=1):
         raise NotImplementedError
 
-    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+    def evaluation_inputs(self, examples, tokenizer, settings, batch_size):
+        """The `EvaluationInputs` of `examples`: the model's batches in the dataset's order."""
+        return EvaluationInputs(examples, self.dataset(examples, tokenizer, settings, batch_size,
+                                                       training=False))
+
+    def score(self, inputs, outputs, settings, output_dir=None, path=None):
+        """The `Evaluation` of a model's `outputs` (`{name: array}`, concatenated over
+        `inputs.batches`) on the `EvaluationInputs` `inputs`; with `output_dir`, the prediction
+        files of the dev file `path` are written there."""
         raise NotImplementedError
+
+    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        """The `Evaluation` of `model` on `examples` of the dev file `path`, prediction files
+        written to `output_dir`."""
+        inputs = self.evaluation_inputs(examples, tokenizer, settings, batch_size)
+        return self.score(inputs, model.predict(inputs.batches, verbose=0), settings, output_dir,
+                          path)
 
     def predict(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
         raise NotImplementedError(f"{self.name} has no test prediction format")
@@ -102,12 +141,14 @@ class GlueFinetuning(FinetuningTask):
         return glue.examples_dataset(self.task, examples, tokenizer, settings.max_seq_length,
                                      batch_size, shuffle=training, seed=seed, epochs=epochs)
 
-    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
-        predictions = self._predictions(model, examples, tokenizer, settings, batch_size)
+    def score(self, inputs, outputs, settings, output_dir=None, path=None):
+        examples = inputs.examples
+        predictions = glue.predictions_from_logits(self.task, outputs["logits"])
         metrics = glue_metrics.glue_metrics(self.task, glue.example_labels(self.task, examples),
                                             predictions)
-        glue.write_dev_predictions(os.path.join(output_dir, self._predictions_file(path)),
-                                   self.task, examples, predictions)
+        if output_dir is not None:
+            glue.write_dev_predictions(os.path.join(output_dir, self._predictions_file(path)),
+                                       self.task, examples, predictions)
         return Evaluation(metrics, float(np.mean(list(metrics.values()))),
                           glue_metrics.is_degenerate(predictions))
 
@@ -147,6 +188,7 @@ class SquadFinetuning(FinetuningTask):
     """
 
     model_task = "question_answering"
+    score_to_percent = 1.0
 
     def __init__(self, version_2):
         self.version_2 = version_2
@@ -167,19 +209,23 @@ class SquadFinetuning(FinetuningTask):
         features = self.features(examples, tokenizer, settings, training)
         return squad_dataset(features, batch_size, shuffle=training, seed=seed, epochs=epochs)
 
-    def decode(self, model, examples, tokenizer, settings, batch_size, threshold):
-        """`SquadPredictions` of `model` on `examples` with null threshold `threshold`."""
+    def evaluation_inputs(self, examples, tokenizer, settings, batch_size):
         features = self.features(examples, tokenizer, settings, training=False)
-        outputs = model.predict(squad_dataset(features, batch_size), verbose=0)
+        return EvaluationInputs(examples, squad_dataset(features, batch_size), features)
+
+    def decode(self, inputs, outputs, settings, threshold):
+        """`SquadPredictions` of a model's `outputs` on `inputs` with null threshold
+        `threshold`."""
         return squad_decoding.decode_squad(
-            examples, features, outputs["start_logits"], outputs["end_logits"],
+            inputs.examples, inputs.features, outputs["start_logits"], outputs["end_logits"],
             n_best_size=settings.n_best_size, max_answer_length=settings.max_answer_length,
             version_2_with_negative=self.version_2, null_score_diff_threshold=threshold)
 
-    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
-        decoded = self.decode(model, examples, tokenizer, settings, batch_size,
-                              settings.null_score_diff_threshold)
-        squad_decoding.write_squad_predictions(output_dir, decoded)
+    def score(self, inputs, outputs, settings, output_dir=None, path=None):
+        examples = inputs.examples
+        decoded = self.decode(inputs, outputs, settings, settings.null_score_diff_threshold)
+        if output_dir is not None:
+            squad_decoding.write_squad_predictions(output_dir, decoded)
         metrics = squad_evaluation.evaluate_squad(examples, decoded.texts, decoded.null_odds,
                                                   version_2_with_negative=self.version_2)
         if self.version_2:
@@ -190,7 +236,9 @@ class SquadFinetuning(FinetuningTask):
     def tuned_null_threshold(self, model, examples, tokenizer, settings, batch_size):
         """The null threshold that maximises F1 on `examples` (`best_f1_thresh` of the official
         v2.0 evaluation of the best non-null answers and their null odds)."""
-        decoded = self.decode(model, examples, tokenizer, settings, batch_size, float("inf"))
+        inputs = self.evaluation_inputs(examples, tokenizer, settings, batch_size)
+        decoded = self.decode(inputs, model.predict(inputs.batches, verbose=0), settings,
+                              float("inf"))
         scores = squad_evaluation.evaluate_squad(examples, decoded.texts, decoded.null_odds,
                                                  version_2_with_negative=True)
         return float(scores["best_f1_thresh"])
@@ -218,10 +266,13 @@ class ConllFinetuning(FinetuningTask):
                                    settings.max_seq_length, shuffle=training, seed=seed,
                                    epochs=epochs)
 
-    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
-        predicted = self._tags(model, examples, tokenizer, settings, batch_size)
-        conll.write_conll_predictions(os.path.join(output_dir, "dev_predictions.txt"), examples,
-                                      predicted)
+    def score(self, inputs, outputs, settings, output_dir=None, path=None):
+        examples = inputs.examples
+        predicted = conll.predicted_tags(examples, settings.labels, outputs["logits"],
+                                         inputs.batches)
+        if output_dir is not None:
+            conll.write_conll_predictions(os.path.join(output_dir, "dev_predictions.txt"),
+                                          examples, predicted)
         metrics = entity_metrics.entity_scores([list(s.tags) for s in examples], predicted)
         return Evaluation(metrics, metrics["f1"],
                           len({tag for tags in predicted for tag in tags}) <= 1)
@@ -255,10 +306,12 @@ class SwagFinetuning(FinetuningTask):
         return swag.swag_examples_dataset(examples, tokenizer, settings.max_seq_length,
                                           batch_size, shuffle=training, seed=seed, epochs=epochs)
 
-    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
-        predictions = self._choices(model, examples, tokenizer, settings, batch_size)
-        swag.write_swag_predictions(os.path.join(output_dir, "dev_predictions.tsv"), examples,
-                                    predictions)
+    def score(self, inputs, outputs, settings, output_dir=None, path=None):
+        examples = inputs.examples
+        predictions = np.argmax(outputs["logits"], axis=1)
+        if output_dir is not None:
+            swag.write_swag_predictions(os.path.join(output_dir, "dev_predictions.tsv"),
+                                        examples, predictions)
         metrics = glue_metrics.compute_metrics(swag.METRICS, swag.swag_labels(examples),
                                                predictions)
         return Evaluation(metrics, metrics["accuracy"], glue_metrics.is_degenerate(predictions))

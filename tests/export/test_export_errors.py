@@ -11,6 +11,7 @@ import onnx
 import pytest
 
 import kerasbert
+import kerasbert.data.demo
 from kerasbert.export import ExportError, exporter
 from tests.helpers import TINY_CONFIGS
 
@@ -44,6 +45,11 @@ def assert_left_nothing(output_dir):
     (["--quantize=int4"], "int4"),
     (["--text_signatures"], "tokenizer"),
     (["--calibration_data=/no/such/text.txt", "--quantize=int8"], "/no/such/text.txt"),
+    (["--eval_file=/no/such/dev.tsv"], "--task"),
+    (["--task=wordnet_gloss"], "--eval_file"),
+    (["--eval_file=/no/such/dev.json", "--task=squad_v1"], "question_answering"),
+    (["--eval_file=/no/such/dev.tsv", "--task=wordnet_gloss"], "45 labels"),
+    (["--eval_file=/no/such/dev.tsv", "--task=no_such_task"], "no_such_task"),
 ])
 def test_bad_input_is_one_line_naming_it(flags, named, classifier_file, tmp_path):
     output_dir = tmp_path / "out"
@@ -55,6 +61,25 @@ def test_bad_input_is_one_line_naming_it(flags, named, classifier_file, tmp_path
     lines = completed.stderr.strip().splitlines()
     assert "Traceback" not in completed.stderr
     assert lines[-1].startswith("kerasbert-export: error:") and named in lines[-1], lines[-1]
+    assert_left_nothing(output_dir)
+
+
+def test_text_signatures_that_cannot_be_built_are_an_error_naming_the_way_out(tmp_path):
+    """A byte-level BPE tokenizer has no TFLite kernels: `model_text.tflite` cannot be built, so
+    asking for text signatures with tflite in the formats is an error, not a skipped file."""
+    encoder = kerasbert.models.build_encoder(TINY_CONFIGS["roberta"].replace(
+        vocab_size=kerasbert.tokenizers.from_hf(
+            kerasbert.data.demo.vocabulary_dir("byte_pair")).vocabulary_size()))
+    encoder.save(tmp_path / "roberta.keras")
+    output_dir = tmp_path / "out"
+    completed = run_binary(f"--model={tmp_path / 'roberta.keras'}", f"--output_dir={output_dir}",
+                           f"--tokenizer={kerasbert.data.demo.vocabulary_dir('byte_pair')}",
+                           "--text_signatures", f"--max_seq_length={MAX_SEQ_LENGTH}")
+    assert completed.returncode == 1 and "Traceback" not in completed.stderr
+    (line,) = completed.stderr.strip().splitlines()[-1:]
+    assert line.startswith("kerasbert-export: error: model_text.tflite cannot be built"), line
+    assert "WordPiece tokenizers (BERT, ELECTRA) only, not BytePairTokenizer" in line
+    assert "leave tflite out of --formats" in line and "without --text_signatures" in line
     assert_left_nothing(output_dir)
 
 
