@@ -1,6 +1,8 @@
 """kill -9 during `kerasbert-vocab` at seeded random points, each time rerun with the same
-flags: after a kill the vocabulary file is absent or complete, and the last rerun writes the
-same bytes as an uninterrupted run."""
+flags: after a kill the vocabulary file is absent, and the last rerun writes the same bytes
+as an uninterrupted run. A kill that lands after the vocabulary was written whole found the
+work done: it injected no fault and is not counted (the folder is emptied and the next point
+is tried)."""
 
 import shutil
 
@@ -35,8 +37,9 @@ def outcome(tmp_path_factory, figures):
                       [lambda point=point: {"kill_at_cpu": point} for point in points],
                       after_kill=lambda: final_files(output),
                       reset=lambda: shutil.rmtree(output),
-                      finished_ok=lambda: final_files(output) == expected)
-    left_ok = [left in ({}, expected) for left in chain.left]
+                      finished_ok=lambda: final_files(output) == expected,
+                      complete=lambda: final_files(output) == expected)
+    left_ok = [left == {} for left in chain.left]
     figures(FAULT, *chain_figures(chain, left_ok, final_files(output) == expected))
     return expected, chain, left_ok, final_files(output)
 
