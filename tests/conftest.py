@@ -4,16 +4,12 @@ tests, and the session's one pretrained tiny BERT."""
 import collections
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # One thread per TensorFlow op and per PyTorch / OpenMP op, in the workers and in every process
 # they start (the variables are inherited): two workers, each with op pools as wide as the
-# machine, plus the background pretraining, oversubscribe the two cores. Two concurrent fits of
-# the tiny BERT took 52-55 s with TensorFlow's default pools and 33 s with one thread each (one
-# alone: 20.5 s and 16.4 s); the four Hugging Face parity modules on two workers, 24-25 s with
-# PyTorch's default threads and 21 s with one.
+# machine, plus the background pretraining, oversubscribe the two cores (commit 68ee69d has the
+# timings that showed it).
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # transformers' `from_pretrained` is only ever given local directories the tests wrote; offline
@@ -31,8 +27,8 @@ import filelock  # noqa: E402
 import pytest  # noqa: E402
 
 from tests.helpers import demo_wordpiece_tokenizer, run_shared_folder  # noqa: E402
-
-_REPOSITORY = Path(__file__).resolve().parent.parent
+from tests.pretrain_tiny_bert import REPOSITORY  # noqa: E402
+from tests.pretrain_tiny_bert import command as tiny_bert_command  # noqa: E402
 
 # One tiny BERT pretrained on the shipped corpus, shared by the whole session: pretraining takes
 # minutes on two cores. `tests/training/test_learning.py` judges its pretraining on the held-out
@@ -49,10 +45,6 @@ def _tiny_bert_paths(shared):
     """(model file, lock file) of the session's pretrained tiny BERT in the run's shared folder."""
     return (shared / "pretrained_tiny_bert" / "pretraining_model.keras",
             shared / "pretrained_tiny_bert.lock")
-
-
-def _tiny_bert_command(*paths):
-    return [sys.executable, "-m", "tests.pretrain_tiny_bert", *map(str, paths)]
 
 
 _background_training = None
@@ -90,7 +82,7 @@ def pytest_collection_modifyitems(session, config, items):
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path.parent / "background_training.log", "w") as log:
             _background_training = subprocess.Popen(
-                _tiny_bert_command(path, lock), cwd=_REPOSITORY, stdout=log, stderr=log)
+                tiny_bert_command(path, lock), cwd=REPOSITORY, stdout=log, stderr=log)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -118,5 +110,5 @@ def pretrained_tiny_bert_file(tmp_path_factory):
         _background_training.wait()
     with filelock.FileLock(str(lock)):
         if not path.exists():
-            subprocess.run(_tiny_bert_command(path), cwd=_REPOSITORY, check=True)
+            subprocess.run(tiny_bert_command(path), cwd=REPOSITORY, check=True)
     return path

@@ -4,13 +4,36 @@ Run in a fresh process, `python -m tests.pretrain_tiny_bert OUTPUT.keras [LOCK]`
 model does not depend on which tests ran before it in a pytest worker (random-generator state,
 traced functions): every run of the suite trains the same model. With LOCK (a file-lock path) it
 trains only if OUTPUT is still missing once it holds the lock: that is how the test session
-starts it in the background while the fixture may be waiting for it.
+starts it in the background while the fixture may be waiting for it. The proof scripts
+(tests/proofs/) get the same model through `pretrained_file`.
 """
 
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import filelock
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+
+def command(output, lock=None):
+    """The command line that trains the tiny BERT into `output` in a fresh process (run it from
+    `REPOSITORY`); with `lock`, as the module's docstring says."""
+    return [sys.executable, "-m", "tests.pretrain_tiny_bert", str(output),
+            *([str(lock)] if lock is not None else [])]
+
+
+def pretrained_file(path):
+    """`path`, once it holds the tiny BERT: trained by `command` (a fresh process, under a lock
+    beside it) if it is missing, so that a script sees the model the test session trains."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(path) + ".lock"):
+        if not path.exists():
+            subprocess.run(command(path), cwd=REPOSITORY, check=True)
+    return path
 
 
 def pretrain_tiny_bert(path):

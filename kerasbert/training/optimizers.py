@@ -14,8 +14,9 @@ itself (`auto_scale_loss=True`, decided by the *model's* dtype policy), and
 
 `AdamW` and `Adam` here compute Keras' Adam step, but as one fused
 `ResourceApplyAdam` kernel per variable instead of about ten separate
-element-wise passes over the weights and both moments: on a CPU this makes
-BERT-base's weight update about 3x faster (see `_FusedAdamStep`). A sparse
+element-wise passes over the weights and both moments, which makes the weight
+update faster on a CPU (`_FusedAdamStep`; `benchmarks/adam_update.py` times
+both, BUILD.md gives the figures). A sparse
 gradient (`IndexedSlices`, from an embedding lookup) is summed into a dense
 one first, so a row looked up twice gets Adam's step for its summed gradient;
 Keras' own step squares each slice separately there.

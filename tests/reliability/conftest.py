@@ -8,11 +8,12 @@ from tests.reliability.faults import FIGURES_FILE, figures_path, read_figures, r
 
 @pytest.fixture(scope="session")
 def figures(tmp_path_factory):
-    """`figures(fault, injected, survived, data_lost)` appends one fault kind's counts."""
+    """`figures(fault, injected, survived, data_lost, not_counted=0)` appends one fault kind's
+    counts."""
     path = figures_path(tmp_path_factory)
 
-    def record(fault, injected, survived, data_lost):
-        record_figures(path, fault, injected, survived, data_lost)
+    def record(fault, injected, survived, data_lost, not_counted=0):
+        record_figures(path, fault, injected, survived, data_lost, not_counted)
 
     return record
 
@@ -30,3 +31,8 @@ def pytest_terminal_summary(terminalreporter, config):
     for fault, total in totals.items():
         terminalreporter.write_line(f"| {fault} | {total['injected']} | {total['survived']} | "
                                     f"{total['data_lost']} |")
+    late = {fault: total["not_counted"] for fault, total in totals.items()
+            if total["not_counted"]}
+    terminalreporter.write_line("Kills that landed after the output was complete (not counted): "
+                                + ("; ".join(f"{fault}: {count}" for fault, count in late.items())
+                                   or "none"))

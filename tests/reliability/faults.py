@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 
 import filelock
 
@@ -135,23 +136,25 @@ class KillChain:
     finishes before its kill (a loaded machine makes timings drift) is checked with
     `finished_ok()`, then `reset()` empties the folder and the next plan starts over; without
     `reset` such a run is a problem. Give more plans than `kills` for that case. A kill that
-    came after the output was complete (`complete()` holds after it; a command that refuses
-    to overwrite its output needs this) is counted, and `reset()` then empties the folder.
+    came after the output was complete (`complete()` holds after it: the run had finished its
+    work, only its exit was left) injected no fault: it is not counted (`after_completion`
+    keeps it), `reset()` empties the folder and the next plan is tried.
     """
 
     def __init__(self, command, log_dir, plans, after_kill=lambda: None, kills=KILLS_PER_STAGE,
                  reset=None, finished_ok=lambda: True, complete=lambda: False):
-        self.killed, self.left, self.finished_early = [], [], []
+        self.killed, self.left, self.finished_early, self.after_completion = [], [], [], []
         self.kills = kills
         for index, plan in enumerate(plans):
             if self.injected >= kills:
                 break
             result = run(command, os.path.join(log_dir, f"run_{index}"), **plan())
-            if result.killed or reset is None:
+            if result.killed and reset is not None and complete():
+                self.after_completion.append(result)
+                reset()
+            elif result.killed or reset is None:
                 self.killed.append(result)
                 self.left.append(after_kill())
-                if result.killed and reset is not None and complete():
-                    reset()
             else:
                 self.finished_early.append((result, result.returncode == 0 and finished_ok()))
                 reset()
@@ -184,16 +187,18 @@ def figures_path(tmp_path_factory):
     return run_shared_folder(tmp_path_factory) / FIGURES_FILE
 
 
-def record_figures(path, fault, injected, survived, data_lost):
-    """Append one fault kind's figures as a JSON line (under a lock: several workers write)."""
+def record_figures(path, fault, injected, survived, data_lost, not_counted=0):
+    """Append one fault kind's figures as a JSON line (under a lock: several workers write);
+    `not_counted`: kills that landed after the output was complete (`KillChain`)."""
     with filelock.FileLock(f"{path}.lock"):
         with open(path, "a", encoding="utf-8") as file:
             file.write(json.dumps({"fault": fault, "injected": injected, "survived": survived,
-                                   "data_lost": data_lost}) + "\n")
+                                   "data_lost": data_lost, "not_counted": not_counted}) + "\n")
 
 
 def read_figures(path):
-    """{fault: {"injected", "survived", "data_lost"}} summed over the file's lines."""
+    """{fault: {"injected", "survived", "data_lost", "not_counted"}} summed over the file's
+    lines."""
     totals = {}
     if not os.path.exists(path):
         return totals
@@ -201,9 +206,9 @@ def read_figures(path):
         for line in file:
             entry = json.loads(line)
             total = totals.setdefault(entry["fault"], {"injected": 0, "survived": 0,
-                                                       "data_lost": 0})
+                                                       "data_lost": 0, "not_counted": 0})
             for name in total:
-                total[name] += entry[name]
+                total[name] += entry.get(name, 0)
     return totals
 
 
@@ -267,13 +272,62 @@ def final_files(directory):
             if not name.startswith(".") and os.path.isfile(os.path.join(directory, name))}
 
 
+def damaged_outputs(path):
+    """The outputs at `path` (a file, or a folder's files under final names, in any subfolder)
+    that are half-written: a JSON file that does not parse, a `.keras` or zip file that is not
+    whole, a TFRecord file whose framing does not add up, and a folder's latest checkpoint if it
+    does not read."""
+    import tensorflow as tf
+
+    if not os.path.exists(path):
+        return []
+    files = [str(path)] if os.path.isfile(path) else []
+    for folder, folders, names in os.walk(path):
+        folders[:] = [name for name in folders if not name.startswith(".")]  # temporary ones
+        files += [os.path.join(folder, name) for name in names if not name.startswith(".")]
+    damaged = []
+    for file in files:
+        try:
+            if file.endswith(".json"):
+                with open(file, encoding="utf-8") as handle:
+                    json.load(handle)
+            elif file.endswith((".keras", ".zip")):
+                with zipfile.ZipFile(file) as archive:
+                    assert archive.testzip() is None
+            elif file.endswith(".tfrecord"):
+                tfrecord_spans(file)
+        except Exception:  # noqa: BLE001 (any failure to read is the finding)
+            damaged.append(file)
+    for folder in {os.path.dirname(file) for file in files}:
+        latest = tf.train.latest_checkpoint(folder)
+        if latest is not None:
+            try:
+                checkpoint_values(latest)
+            except Exception:  # noqa: BLE001
+                damaged.append(latest)
+    return sorted(damaged)
+
+
+def contents(path):
+    """{relative name: bytes} of the file `path` or of every file under the folder `path`."""
+    if os.path.isfile(path):
+        return {"": open(path, "rb").read()}
+    return {os.path.relpath(os.path.join(folder, name), path):
+            open(os.path.join(folder, name), "rb").read()
+            for folder, _, names in os.walk(path) for name in names}
+
+
 def chain_figures(chain, left_ok, final_ok):
-    """(injected, survived, data lost) of a `KillChain`: a kill is survived when the rerun after
-    it got going and the last rerun's output equals an uninterrupted run's; data is lost for
-    each kill that left a damaged file under a final name, and if the final output differs."""
+    """(injected, survived, data lost, not counted) of a `KillChain`, from what the folder held:
+    `left_ok[i]` says whether what kill i left on disk was sound (no damaged file under a final
+    name), `final_ok` whether the last rerun's output equals an uninterrupted run's. A kill is
+    survived when the rerun after it got going and `final_ok`; data is lost once for each kill
+    that left a damaged file and once if the final output differs. Kills that landed after the
+    output was complete are not counted (`KillChain.after_completion`)."""
     survived = sum(run.killed and rerun_ok and final_ok
                    for run, rerun_ok in zip(chain.killed, chain.reruns_ok()))
-    return chain.injected, survived, sum(not ok for ok in left_ok) + (not final_ok)
+    return (chain.injected, survived, sum(not ok for ok in left_ok) + (not final_ok),
+            len(chain.after_completion))
 
 
 # The tiny pretraining setting the reliability tests share: BERT, 2 layers of hidden size 32,

@@ -2,7 +2,11 @@
 a truncated or bit-flipped pretraining TFRecord, a full disk (a 64 KB tmpfs), a read-only output
 folder (a read-only tmpfs), and weights of another shape or family. Each must end in one line
 `<binary>: error: ...` naming the file (and record), exit status 1, no traceback, and nothing
-half-written left under a finished-looking name."""
+half-written left under a finished-looking name.
+
+"Data lost" in the figures is read from the disk after the run: the outputs left half-written
+(`faults.damaged_outputs`; for the disk cases, any file under a final name in the output
+folder), plus one if the run changed its input."""
 
 import os
 import random
@@ -13,8 +17,8 @@ import pytest
 
 from kerasbert.data.demo import vocabulary_dir
 from tests.helpers import demo_wordpiece_tokenizer, hf_config, save_hf_model
-from tests.reliability.faults import (binary, final_files, pretrain_command, run,
-                                      small_corpus, tfrecord_spans, tmpfs,
+from tests.reliability.faults import (binary, contents, damaged_outputs, final_files,
+                                      pretrain_command, run, small_corpus, tfrecord_spans, tmpfs,
                                       write_pretraining_records)
 
 pytestmark = pytest.mark.slow
@@ -61,8 +65,9 @@ def _mismatched_hf_folder(root):
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory):
-    """{case: (Run, what the case needs to be judged)}: every case's binary run once, two at a
-    time, inside the mounts the disk cases need."""
+    """{case: (Run, what the case needs to be judged, why its mount failed, the files left
+    under final names (disk cases), data lost)}: every case's binary run once, two at a time,
+    inside the mounts the disk cases need."""
     root = tmp_path_factory.mktemp("bad_inputs")
     truncated, cut, bit_flipped, flip = _damaged_records(root)
     mismatched = _mismatched_hf_folder(root)
@@ -107,6 +112,15 @@ def outcomes(tmp_path_factory):
                                (mismatched, root / "converted.keras")),
     }
     (root / "train.tsv").write_text("label\ttext\nnoun.animal\ta small dog\n")
+    # (input, output) of the cases whose output is not a mount: what is on disk decides their
+    # data lost.
+    paths = {"truncated_record": (truncated, root / "run_truncated"),
+             "bit_flipped_record": (bit_flipped, root / "run_flipped"),
+             "wider_init_checkpoint": (wider_bert, root / "run_wider"),
+             "other_family_init_checkpoint": (albert, root / "run_albert"),
+             "mismatched_init_from": (mismatched, root / "run_finetune"),
+             "mismatched_convert": (mismatched, root / "converted.keras")}
+    inputs = {name: contents(source) for name, (source, _) in paths.items()}
     results = {}
     with tmpfs(root / "full", size="64k") as full_failure, \
             tmpfs(root / "read_only", read_only=True) as read_only_failure:
@@ -117,8 +131,11 @@ def outcomes(tmp_path_factory):
             runs = pool.map(lambda name: run(cases[name][0], root / "logs" / name), runnable)
             results = dict(zip(runnable, runs))
         left = {name: final_files(cases[name][1]) for name in mount_failures if name in results}
+    lost = {name: len(files) for name, files in left.items()}
+    lost.update({name: len(damaged_outputs(output)) + (contents(source) != inputs[name])
+                 for name, (source, output) in paths.items()})
     return {name: (results.get(name), cases[name][1], mount_failures.get(name),
-                   left.get(name)) for name in cases}
+                   left.get(name), lost.get(name)) for name in cases}
 
 
 def _one_line_error(result, program, *needles):
@@ -149,9 +166,9 @@ def _judge(figures, fault, check, lost):
     ("bit_flipped_record", "bit-flipped TFRecord (kerasbert-pretrain --input_files)"),
 ])
 def test_a_damaged_record_is_named_with_its_file_and_number(outcomes, figures, case, fault):
-    result, (path, number), _, _ = outcomes[case]
+    result, (path, number), _, _, lost = outcomes[case]
     _judge(figures, fault, lambda: _one_line_error(result, "kerasbert-pretrain", path,
-                                                   f"record {number}"), lost=0)
+                                                   f"record {number}"), lost=lost)
 
 
 def _skip_unless_mounted(failure):
@@ -161,7 +178,7 @@ def _skip_unless_mounted(failure):
 
 
 def test_a_full_disk_is_named_and_leaves_nothing_finished(outcomes, figures):
-    result, directory, failure, left = outcomes["full_disk"]
+    result, directory, failure, left, lost = outcomes["full_disk"]
     _skip_unless_mounted(failure)
 
     def check():
@@ -169,16 +186,16 @@ def test_a_full_disk_is_named_and_leaves_nothing_finished(outcomes, figures):
         assert "space" in line.lower(), line
         assert left == {}, sorted(left)
 
-    _judge(figures, "full disk (kerasbert-create-pretraining-data)", check, lost=len(left))
+    _judge(figures, "full disk (kerasbert-create-pretraining-data)", check, lost=lost)
 
 
 @pytest.mark.parametrize("case,program", [("read_only_data", "kerasbert-create-pretraining-data"),
                                           ("read_only_vocab", "kerasbert-vocab")])
 def test_a_read_only_output_folder_is_named(outcomes, figures, case, program):
-    result, directory, failure, left = outcomes[case]
+    result, directory, failure, _, lost = outcomes[case]
     _skip_unless_mounted(failure)
     _judge(figures, f"read-only output folder ({program})",
-           lambda: _one_line_error(result, program, directory), lost=len(left))
+           lambda: _one_line_error(result, program, directory), lost=lost)
 
 
 @pytest.mark.parametrize("case,program,fault", [
@@ -193,7 +210,7 @@ def test_a_read_only_output_folder_is_named(outcomes, figures, case, program):
 ])
 def test_mismatched_weights_are_named_and_nothing_is_written(outcomes, figures, case, program,
                                                                fault):
-    result, (source, output), _, _ = outcomes[case]
+    result, (source, output), _, _, lost = outcomes[case]
     written = sorted(os.listdir(output)) if os.path.isdir(output) else (
         [output.name] if os.path.exists(output) else [])
 
@@ -201,4 +218,4 @@ def test_mismatched_weights_are_named_and_nothing_is_written(outcomes, figures, 
         _one_line_error(result, program, source)
         assert written == [], written
 
-    _judge(figures, fault, check, lost=0)
+    _judge(figures, fault, check, lost=lost)

@@ -1,10 +1,11 @@
 """`kerasbert-finetune` end to end on a slice of the shipped WordNet gloss set (tiny model).
 
 The main run (`trained`) fine-tunes the session's pretrained tiny BERT (`pretrained_tiny_bert_file`,
-tests/conftest.py) on the first 4,000 training glosses, 2 epochs at 1e-3: dev accuracy 0.256 on
-the first 160 dev glosses, against 0.1125 for always answering the most frequent training label
-(measured on the 2-core machine; from a random encoder, or on 480 glosses, it stayed at or near
-that baseline). The other runs start from a random tiny encoder and check flags and errors.
+tests/conftest.py) on the first 4,000 training glosses, 2 epochs at 1e-3, and must beat always
+answering the most frequent training label (0.1125 on the first 160 dev glosses) by 0.07 in dev
+accuracy; a random encoder, or 480 glosses, stayed at or near that baseline. The accuracy it
+reaches is printed (`-s`) and given in BUILD.md ("Learning proofs"). The other runs start from
+a random tiny encoder and check flags and errors.
 """
 
 import gzip
@@ -125,11 +126,13 @@ def test_reported_metrics_equal_scikit_learn_on_the_written_predictions(trained)
                                                 abs=1e-12)
     assert results["matthews_correlation"] == pytest.approx(
         sklearn.metrics.matthews_corrcoef(gold, predicted), abs=1e-12)
-    # It learned: well above always answering the most frequent training label (0.1125 here;
-    # 0.256 measured), and not one label for every gloss (that would make MCC 0 trivially).
+    # It learned: well above always answering the most frequent training label (0.1125 here),
+    # and not one label for every gloss (that would make MCC 0 trivially).
     train_labels = [row.split("\t")[0] for row in labelled_rows("train")]
     majority = sklearn.dummy.DummyClassifier(strategy="most_frequent").fit(
         np.zeros((len(train_labels), 1)), train_labels).score(np.zeros((len(gold), 1)), gold)
+    print(f"kerasbert-finetune from the tiny BERT: dev accuracy {results['accuracy']:.4f}, MCC "
+          f"{results['matthews_correlation']:.4f}; most frequent training label {majority:.4f}")
     assert results["accuracy"] > majority + 0.07, (results, majority)
     assert not is_degenerate(predicted)
 
