@@ -193,7 +193,18 @@ def test_the_loop_under_one_strategy_can_be_preempted_in_a_later_run_and_restore
     assert signal.getsignal(signal.SIGTERM) is before
 
 
-def test_ctrl_c_saves_at_the_current_step_and_a_later_loop_trains_on(tmp_path):
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own Ctrl-C handler for the test, whatever pytest was started with: a shell that
+    starts pytest in the background without job control ignores SIGINT, which the watcher then
+    keeps ignoring (as a binary started that way would), and nothing would stop the loop."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_saves_at_the_current_step_and_a_later_loop_trains_on(tmp_path,
+                                                                      python_sigint_handler):
     """SIGINT while the loop trains (a single worker): it saves at the step it reached and raises
     `TrainingInterrupted` (a KeyboardInterrupt naming the checkpoint; the binaries exit 130 with
     that line); the handlers are the old ones after, and a later loop in the same process (a
@@ -231,7 +242,7 @@ def test_ctrl_c_saves_at_the_current_step_and_a_later_loop_trains_on(tmp_path):
     assert messages[-1] == f"Restored {tmp_path}/ckpt-{step} at step {step}"
 
 
-def test_a_second_ctrl_c_stops_at_once():
+def test_a_second_ctrl_c_stops_at_once(python_sigint_handler):
     """The first SIGINT is remembered until the loop's next check (which saves); a second one
     before that raises KeyboardInterrupt at once, without saving."""
     watcher = preemption_watcher(tf.distribute.OneDeviceStrategy("/cpu:0"))
