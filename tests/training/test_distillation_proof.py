@@ -4,7 +4,7 @@ clearly larger share of the teacher's accuracy than the same student trained alo
 The set-up, the recipe (`RECIPE`) and how it was chosen are in tests/proofs/distillation.py:
 the recipe was chosen on the dev split, by the dev accuracy of the taught student, and this
 test checks it on that split, for seed 0. The test split is not used here: it was scored once,
-for seeds 0-3, by `python -m tests.proofs.distillation measure`; docs/distillation.md gives
+by `python -m tests.proofs.distillation measure`; docs/distillation.md gives
 those figures and the dev ones behind the margins below. Were a change to make this test fail,
 re-choose the recipe on dev (`... select`), never on the test split. About 100 s on two idle
 cores, on top of the session's pretraining.
@@ -18,8 +18,8 @@ pytestmark = pytest.mark.slow
 
 SEED = 0
 # The teacher's dev accuracy above the student's alone, and the taught student's share of the
-# teacher's above the student's alone: each about half the smallest one seen on dev over seeds
-# 0-7 (docs/distillation.md).
+# teacher's above the student's alone: each about half the smallest one seen on dev over the
+# measured seeds (docs/distillation.md).
 TEACHER_MARGIN = 0.05
 SHARE_MARGIN = 0.05
 
