@@ -156,12 +156,9 @@ def test_sigterm_to_one_of_two_workers_saves_and_the_rerun_equals_an_uninterrupt
                       uninterrupted_two_workers / f"ckpt-{WORKER_STEPS}")
 
 
-def test_the_loop_under_one_strategy_can_be_preempted_in_a_later_run_and_restores_sigterm(
-        tmp_path):
-    """A single-worker strategy, and what kerasbert-finetune does: one loop per epoch under the
-    same strategy. A SIGTERM in the second loop saves and raises `TrainingPreempted` (the
-    binaries' exit status 143, as the two-worker test shows); SIGTERM's handler is the old one
-    after."""
+def _one_device_regression():
+    """`(strategy, model, dataset_fn)`: a one-weight regression under a one-device strategy and
+    an endless dataset for `train`."""
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
     with strategy.scope():
         model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
@@ -170,18 +167,30 @@ def test_the_loop_under_one_strategy_can_be_preempted_in_a_later_run_and_restore
     def dataset_fn(context):
         return tf.data.Dataset.range(10**9).map(
             lambda index: (tf.fill([2, 3], tf.cast(index % 7, tf.float32)), tf.ones([2, 1])))
+    return strategy, model, dataset_fn
 
-    def sigterm_once_step_10_is_saved():
-        state = tmp_path / "checkpoint"
-        while not (state.exists() and 'ckpt-10"' in state.read_text()):
-            time.sleep(0.01)
-        os.kill(os.getpid(), signal.SIGTERM)
 
+def _signal_once_saved(model_dir, step, signal_number):
+    """Send this process `signal_number` once `model_dir`'s checkpoint state lists `ckpt-<step>`."""
+    state = model_dir / "checkpoint"
+    while not (state.exists() and f'ckpt-{step}"' in state.read_text()):
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal_number)
+
+
+def test_the_loop_under_one_strategy_can_be_preempted_in_a_later_run_and_restores_sigterm(
+        tmp_path):
+    """A single-worker strategy, and what kerasbert-finetune does: one loop per epoch under the
+    same strategy. A SIGTERM in the second loop saves and raises `TrainingPreempted` (the
+    binaries' exit status 143, as the two-worker test shows); SIGTERM's handler is the old one
+    after."""
+    strategy, model, dataset_fn = _one_device_regression()
     before = signal.getsignal(signal.SIGTERM)
     messages = []
     train(model, strategy, dataset_fn, str(tmp_path), 5, steps_per_loop=5, progress=False,
           log=messages.append)  # the first "epoch": elements 0-4
-    threading.Thread(target=sigterm_once_step_10_is_saved, daemon=True).start()
+    threading.Thread(target=_signal_once_saved, args=(tmp_path, 10, signal.SIGTERM),
+                     daemon=True).start()
     with pytest.raises(TrainingPreempted) as preempted:
         train(model, strategy, dataset_fn, str(tmp_path), 10**6, steps_per_loop=1,
               checkpoint_interval=10, progress=False, log=messages.append)
@@ -209,24 +218,11 @@ def test_ctrl_c_saves_at_the_current_step_and_a_later_loop_trains_on(tmp_path,
     `TrainingInterrupted` (a KeyboardInterrupt naming the checkpoint; the binaries exit 130 with
     that line); the handlers are the old ones after, and a later loop in the same process (a
     notebook) restores that checkpoint and trains to the end."""
-    strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
-    with strategy.scope():
-        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
-        model.compile(optimizer="sgd", loss="mse")
-
-    def dataset_fn(context):
-        return tf.data.Dataset.range(10**9).map(
-            lambda index: (tf.fill([2, 3], tf.cast(index % 7, tf.float32)), tf.ones([2, 1])))
-
-    def sigint_once_step_10_is_saved():
-        state = tmp_path / "checkpoint"
-        while not (state.exists() and 'ckpt-10"' in state.read_text()):
-            time.sleep(0.01)
-        os.kill(os.getpid(), signal.SIGINT)
-
+    strategy, model, dataset_fn = _one_device_regression()
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     messages = []
-    threading.Thread(target=sigint_once_step_10_is_saved, daemon=True).start()
+    threading.Thread(target=_signal_once_saved, args=(tmp_path, 10, signal.SIGINT),
+                     daemon=True).start()
     with pytest.raises(TrainingInterrupted) as interrupted:
         train(model, strategy, dataset_fn, str(tmp_path), 10**6, steps_per_loop=1,
               checkpoint_interval=10, progress=False, log=messages.append)
