@@ -16,6 +16,14 @@ the whole new content. The permissions are the usual ones (0666 for a file, 0777
 less the umask), like a plain `open` or `os.makedirs`; the umask is read once, when this module
 is imported (from `/proc/self/status` where the kernel shows it; elsewhere by setting and
 restoring it then), never by changing it while other threads (TensorFlow's) create files.
+
+Remote destinations (`gs://`, `s3://`, `hdfs://`, `ram://`, see `kerasbert.file_system`): the
+writer writes into a local temporary file or folder (so any tool can write it), which
+`publish` then copies beside the destination under a temporary name and renames into place.
+Where the file system has no atomic rename (object stores, `ram://`) a folder is copied into
+place file by file, its top-level JSON files (manifests, reports: the markers readers trust)
+last; each object appears whole, and the marker written last says the folder is complete. No
+lock and no stale-name clean-up there: object stores have no `flock`.
 """
 
 import contextlib
@@ -26,6 +34,9 @@ import re
 import secrets
 import shutil
 import stat
+import tempfile
+
+from kerasbert import file_system
 
 TEMPORARY_KINDS = ("tmp", "partial", "convert")
 # The random part: 8 hex digits here; 8 of [a-z0-9_] in names `tempfile` made for older versions.
@@ -56,8 +67,9 @@ def temporary_name(destination, kind="tmp"):
     """
     if kind not in TEMPORARY_KINDS:
         raise ValueError(f"kind must be one of {TEMPORARY_KINDS}, got {kind!r}")
-    directory, name = os.path.split(os.path.abspath(os.fspath(destination)))
-    return os.path.join(directory, f".{kind}-{name}-{secrets.token_hex(4)}")
+    destination = file_system.absolute(destination)
+    directory, name = file_system.dirname(destination), file_system.basename(destination)
+    return file_system.join(directory, f".{kind}-{name}-{secrets.token_hex(4)}")
 
 
 def is_temporary_of(name, destination):
@@ -68,7 +80,7 @@ def is_temporary_of(name, destination):
     >>> is_temporary_of(".tmp-vocab.txt-notes", "out/vocab.txt")
     False
     """
-    destination_name = os.path.basename(os.path.abspath(os.fspath(destination)))
+    destination_name = file_system.basename(file_system.absolute(destination))
     kinds = "|".join(TEMPORARY_KINDS)
     return re.fullmatch(rf"\.(?:{kinds})-{re.escape(destination_name)}-{_RANDOM}", name) is not None
 
@@ -87,6 +99,9 @@ def remove_stale_siblings(destination):
     >>> sorted(os.listdir(folder))
     ['.tmp-vocab.txt-notes', 'vocab.txt']
     """
+    if not file_system.is_local(destination):
+        return []
+    destination = file_system.local_path(destination)
     directory = os.path.dirname(os.path.abspath(os.fspath(destination)))
     try:
         names = os.listdir(directory)
@@ -139,8 +154,18 @@ class TemporarySibling:
     """
 
     def __init__(self, destination, kind="tmp", folder=False):
-        self.destination = os.path.abspath(os.fspath(destination))
+        self.destination = file_system.absolute(destination)
         self.folder = folder
+        self._staging = None  # the local folder a remote destination is written in
+        if not file_system.is_local(self.destination):
+            self._staging = tempfile.mkdtemp(prefix=f"kerasbert-{kind}-")
+            self.path = os.path.join(self._staging, file_system.basename(self.destination))
+            self._lock = None
+            if folder:
+                os.mkdir(self.path)
+            else:
+                open(self.path, "wb").close()
+            return
         os.makedirs(os.path.dirname(self.destination), exist_ok=True)
         remove_stale_siblings(self.destination)
         self.path, self._lock = self._create(kind)
@@ -170,6 +195,7 @@ class TemporarySibling:
             publish(self.path, self.destination)
         finally:
             self._unlock()
+            self._remove_staging()
         return self.destination
 
     def discard(self):
@@ -182,6 +208,12 @@ class TemporarySibling:
                     os.unlink(self.path)
         finally:
             self._unlock()
+            self._remove_staging()
+
+    def _remove_staging(self):
+        if self._staging is not None:
+            shutil.rmtree(self._staging, ignore_errors=True)
+            self._staging = None
 
     def _unlock(self):
         if self._lock is not None:
@@ -200,10 +232,52 @@ class TemporarySibling:
 
 def publish(source, destination):
     """`os.replace(source, destination)`, durably: `source` (a file, or a folder and everything
-    in it) is fsynced before the rename and the destination's folder after it."""
+    in it) is fsynced before the rename and the destination's folder after it. A remote
+    `destination` is uploaded from the local `source` (see the module docstring)."""
+    if not file_system.is_local(destination):
+        _upload(source, file_system.absolute(destination))
+        return
+    destination = file_system.local_path(destination)
     _fsync_tree(source)
     os.replace(source, destination)
     _fsync_path(os.path.dirname(os.path.abspath(destination)))
+
+
+def _upload(source, destination):
+    """Copy the local file or folder `source` to the remote `destination` (see the module
+    docstring for the order and what is atomic)."""
+    file_system.makedirs(file_system.dirname(destination))
+    if not os.path.isdir(source):
+        temporary = temporary_name(destination)
+        try:
+            file_system.copy(source, temporary)
+            file_system.rename(temporary, destination, overwrite=True)
+        finally:
+            if file_system.exists(temporary):
+                file_system.remove(temporary)
+        return
+    if file_system.isdir(destination) and file_system.listdir(destination):
+        raise OSError(errno.ENOTEMPTY, "Directory not empty", destination)
+    if file_system.has_atomic_rename(destination):
+        temporary = temporary_name(destination)
+        try:
+            file_system.copy_tree(source, temporary)
+            file_system.rename(temporary, destination, overwrite=True)
+        finally:
+            file_system.rmtree(temporary)
+        return
+    markers = [name for name in sorted(os.listdir(source))
+               if name.endswith(".json") and os.path.isfile(os.path.join(source, name))]
+    file_system.makedirs(destination)
+    for name in sorted(os.listdir(source)):
+        if name in markers:
+            continue
+        if os.path.isdir(os.path.join(source, name)):
+            file_system.copy_tree(os.path.join(source, name), file_system.join(destination, name))
+        else:
+            file_system.copy(os.path.join(source, name), file_system.join(destination, name))
+    for name in markers:
+        file_system.copy(os.path.join(source, name), file_system.join(destination, name))
 
 
 def _fsync_tree(path):
@@ -266,7 +340,7 @@ def atomic_path(path, kind="tmp"):
     """
     scratch = TemporarySibling(path, kind, folder=True)
     try:
-        inner = os.path.join(scratch.path, os.path.basename(scratch.destination))
+        inner = os.path.join(scratch.path, file_system.basename(scratch.destination))
         yield inner
         publish(inner, scratch.destination)
     finally:

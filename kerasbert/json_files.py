@@ -7,6 +7,8 @@ the top (`[]` or `3` where an object belongs), or a field that is not there, nam
 
 import json
 
+from kerasbert import file_system
+
 
 class JsonFileError(ValueError):
     """A JSON file that cannot be used: the message names the file (and the field)."""
@@ -74,7 +76,7 @@ def read_json_file(path, what="a JSON file", expected=dict):
     kerasbert.json_files.JsonFileError: .../config.json is not a Hugging Face config: it holds an ...
     """
     try:
-        with open(path, encoding="utf-8") as file:
+        with file_system.open_file(path, encoding="utf-8") as file:
             value = json.load(file)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise JsonFileError(f"{path} is not {what}: not valid JSON ({error})") from None

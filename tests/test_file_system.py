@@ -1,0 +1,150 @@
+"""kerasbert.file_system and the atomic writers on TensorFlow's in-memory file system (`ram://`),
+the stand-in here for `gs://` / `s3://` (no rename of folders, no locks)."""
+
+import os
+import uuid
+
+import pytest
+import tensorflow as tf
+
+from kerasbert import atomic_files, file_system
+
+
+@pytest.fixture
+def ram_folder():
+    folder = f"ram://test-file-system-{uuid.uuid4().hex}"
+    yield folder
+    file_system.rmtree(folder)
+
+
+@pytest.fixture(autouse=True)
+def no_local_ram_folder(tmp_path, monkeypatch):
+    """Every test runs in an empty folder and must leave no local folder named `ram:` there."""
+    monkeypatch.chdir(tmp_path)
+    yield
+    assert not os.path.exists(tmp_path / "ram:"), "a ram:// path was used as a local path"
+
+
+def test_path_arithmetic_keeps_urls():
+    assert file_system.join("gs://bucket/run", "ckpt", "x") == "gs://bucket/run/ckpt/x"
+    assert file_system.dirname("gs://bucket/run/vocab.txt") == "gs://bucket/run"
+    assert file_system.dirname("gs://bucket") == "gs://"
+    assert file_system.basename("s3://bucket/run/") == "run"
+    assert file_system.absolute("hdfs://name/run/") == "hdfs://name/run"
+    assert file_system.absolute("file:///data/x") == "/data/x"
+    assert file_system.has_atomic_rename("hdfs://name/x")
+    assert not file_system.has_atomic_rename("gs://bucket/x")
+    assert not file_system.has_atomic_rename("ram://x")
+    assert not file_system.is_within("gs://bucket/run/../other", "gs://bucket/run")
+    assert file_system.is_within("gs://bucket/run/a/b", "gs://bucket/run")
+
+
+def test_read_write_list_and_glob(ram_folder):
+    file_system.makedirs(file_system.join(ram_folder, "a"))
+    with file_system.open_file(file_system.join(ram_folder, "a", "one.txt"), "w") as file:
+        file.write("first line\nzweite Zeile ü\n")
+    with file_system.open_file(file_system.join(ram_folder, "a", "one.txt")) as file:
+        assert list(file) == ["first line\n", "zweite Zeile ü\n"]
+    with file_system.open_file(file_system.join(ram_folder, "two.bin"), "wb") as file:
+        file.write(b"\x00\x01")
+    assert file_system.read_bytes(file_system.join(ram_folder, "two.bin")) == b"\x00\x01"
+    assert file_system.listdir(ram_folder) == ["a", "two.bin"]
+    assert file_system.glob(file_system.join(ram_folder, "a", "*.txt")) == [
+        file_system.join(ram_folder, "a", "one.txt")]
+    assert file_system.glob("ram://no-such-folder-here/*.txt") == []
+    assert file_system.getsize(file_system.join(ram_folder, "two.bin")) == 2
+    assert file_system.isdir(file_system.join(ram_folder, "a"))
+    assert file_system.isfile(file_system.join(ram_folder, "two.bin"))
+
+
+def test_missing_remote_file_is_a_python_error_naming_it(ram_folder):
+    missing = file_system.join(ram_folder, "vocab.txt")
+    with pytest.raises(FileNotFoundError, match="vocab.txt"):
+        file_system.open_file(missing)
+    with pytest.raises(FileNotFoundError, match="vocab.txt"):
+        file_system.getsize(missing)
+    with pytest.raises(FileNotFoundError, match="vocab.txt"):
+        with file_system.local_copy(missing):
+            pass
+
+
+def test_folder_rename_on_ram_moves_the_content(ram_folder):
+    # ram:// renames a folder's name only (its files stay under the old one): copied instead.
+    source = file_system.join(ram_folder, "source")
+    file_system.makedirs(file_system.join(source, "inner"))
+    with file_system.open_file(file_system.join(source, "inner", "x.txt"), "w") as file:
+        file.write("x")
+    destination = file_system.join(ram_folder, "destination")
+    file_system.rename(source, destination)
+    assert file_system.read_text(file_system.join(destination, "inner", "x.txt")) == "x"
+    assert not file_system.exists(file_system.join(source, "inner", "x.txt"))
+
+
+def test_local_copy_of_a_remote_folder(ram_folder):
+    file_system.makedirs(file_system.join(ram_folder, "model", "variables"))
+    with file_system.open_file(file_system.join(ram_folder, "model", "variables", "v"), "wb") as f:
+        f.write(b"weights")
+    with file_system.local_copy(file_system.join(ram_folder, "model")) as copy:
+        assert os.path.isdir(copy)
+        with open(os.path.join(copy, "variables", "v"), "rb") as file:
+            assert file.read() == b"weights"
+    assert not os.path.exists(copy)
+
+
+def test_atomic_output_and_write_on_ram(ram_folder):
+    path = file_system.join(ram_folder, "out", "vocab.txt")
+    atomic_files.write_atomically(path, "[PAD]\n")
+    assert file_system.read_text(path) == "[PAD]\n"
+    with pytest.raises(RuntimeError):
+        with atomic_files.atomic_output(path, "w", encoding="utf-8") as file:
+            file.write("half")
+            raise RuntimeError("writer failed")
+    assert file_system.read_text(path) == "[PAD]\n"
+    assert file_system.listdir(file_system.join(ram_folder, "out")) == ["vocab.txt"]
+
+
+def test_atomic_path_stages_locally_and_uploads(ram_folder):
+    path = file_system.join(ram_folder, "student.keras")
+    with atomic_files.atomic_path(path) as temporary:
+        assert file_system.is_local(temporary)
+        assert os.path.basename(temporary) == "student.keras"
+        with open(temporary, "wb") as file:
+            file.write(b"saved")
+    assert file_system.read_bytes(path) == b"saved"
+    assert file_system.listdir(ram_folder) == ["student.keras"]
+
+
+def test_folder_is_published_with_json_markers_last(ram_folder, monkeypatch):
+    copied = []
+    real_copy = file_system.copy
+    monkeypatch.setattr(file_system, "copy",
+                        lambda source, destination, overwrite=True: (
+                            copied.append(file_system.basename(destination)),
+                            real_copy(source, destination, overwrite))[1])
+    destination = file_system.join(ram_folder, "export")
+    with atomic_files.TemporarySibling(destination, "partial", folder=True) as work:
+        for name in ("export_report.json", "model.onnx", "model.tflite"):
+            with open(os.path.join(work.path, name), "wb") as file:
+                file.write(name.encode())
+    assert copied[-1] == "export_report.json"
+    assert file_system.listdir(destination) == ["export_report.json", "model.onnx",
+                                                 "model.tflite"]
+    assert file_system.listdir(ram_folder) == ["export"]
+
+
+def test_failed_folder_write_leaves_nothing_on_ram(ram_folder):
+    destination = file_system.join(ram_folder, "export")
+    with pytest.raises(RuntimeError):
+        with atomic_files.TemporarySibling(destination, "partial", folder=True) as work:
+            with open(os.path.join(work.path, "model.onnx"), "wb") as file:
+                file.write(b"half")
+            raise RuntimeError("converter failed")
+    assert not file_system.exists(destination)
+
+
+def test_tfrecords_through_tensorflow_on_ram(ram_folder):
+    path = file_system.join(ram_folder, "shard.tfrecord")
+    with atomic_files.atomic_path(path) as temporary:
+        with tf.io.TFRecordWriter(temporary) as writer:
+            writer.write(b"record")
+    assert [record.numpy() for record in tf.data.TFRecordDataset(path)] == [b"record"]
