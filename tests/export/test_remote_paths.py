@@ -3,14 +3,22 @@ in-memory file system, standing in for `gs://` and `s3://`): the export is built
 a local folder and copied to the remote `--output_dir`, and classify runs a remote export's
 artifacts from a local copy. Neither leaves a local folder named `ram:` behind."""
 
+import gzip
 import json
 import os
 import shutil
 
+import keras
+import numpy as np
 import pytest
+import tensorflow as tf
 
 import kerasbert
+from kerasbert import file_system
 from kerasbert.data import demo
+from kerasbert.export.cases import read_texts
+from kerasbert.export.text_tflite import run_text_tflite, text_tflite_model
+from kerasbert.export.tflite import run_tflite
 from tests.ram_runs import run_on_ram
 
 pytestmark = pytest.mark.slow
@@ -102,3 +110,38 @@ def test_classify_refuses_a_report_path_out_of_the_remote_export(ram_export, tmp
         "artifacts.saved_model.path is '../elsewhere/saved_model', which is not inside the "
         "export folder ram://kerasbert-test/export; an artifact's path must stay inside it")
 
+
+
+def test_tflite_files_and_calibration_texts_are_read_from_ram():
+    """The library's readers of single files take URLs too: `run_tflite` and `run_text_tflite`
+    on a `.tflite` file, and the calibration / judging texts (plain or `.gz`)."""
+    folder = "ram://export-files"
+    file_system.makedirs(folder)
+    module = tf.Module()
+    module.double = tf.function(
+        lambda inputs: {"y": 2.0 * inputs["x"]},
+        input_signature=[{"x": tf.TensorSpec([None, None], tf.float32, name="x")}])
+    flatbuffer = tf.lite.TFLiteConverter.from_concrete_functions(
+        [module.double.get_concrete_function()], module).convert()
+    with file_system.open_file(f"{folder}/double.tflite", "wb") as file:
+        file.write(flatbuffer)
+    assert run_tflite(f"{folder}/double.tflite", {"x": np.ones((1, 2), "float32")})[
+        "y"].tolist() == [[2.0, 2.0]]
+
+    tokenizer = kerasbert.tokenizers.WordPieceTokenizer(
+        ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "##s", "."])
+    inputs = {name: keras.Input((None,), dtype="int32", name=name)
+              for name in ("token_ids", "segment_ids", "padding_mask")}
+    echo = keras.Model(inputs, {"ids": keras.ops.cast(inputs["token_ids"], "float32")})
+    with file_system.open_file(f"{folder}/text.tflite", "wb") as file:
+        file.write(text_tflite_model(echo, tokenizer, max_seq_length=6))
+    assert run_text_tflite(f"{folder}/text.tflite", ["Cafés."])["ids"].astype(int).tolist() == [
+        [2, 5, 6, 7, 3, 0]]
+
+    with file_system.open_file(f"{folder}/texts.txt", "w") as file:
+        file.write("first\n\nsecond\n")
+    with file_system.open_file(f"{folder}/more.txt.gz", "wb") as file:
+        file.write(gzip.compress("third\nfourth\n".encode("utf-8")))
+    assert read_texts([f"{folder}/texts.txt", f"{folder}/more.txt.gz"], count=3) == [
+        "first", "second", "third"]
+    file_system.rmtree(folder)
