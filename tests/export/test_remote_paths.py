@@ -145,3 +145,26 @@ def test_tflite_files_and_calibration_texts_are_read_from_ram():
     assert read_texts([f"{folder}/texts.txt", f"{folder}/more.txt.gz"], count=3) == [
         "first", "second", "third"]
     file_system.rmtree(folder)
+
+
+def test_export_to_ram_refuses_a_full_folder_and_leaves_nothing_when_it_fails(monkeypatch):
+    from kerasbert.export import ExportError, export, exporter
+
+    root = "ram://export-refusals"
+    encoder = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1, hidden_size=32, num_heads=2,
+                                  intermediate_size=64, max_positions=32)
+    file_system.makedirs(f"{root}/taken")
+    with file_system.open_file(f"{root}/taken/keep.txt", "w") as file:
+        file.write("keep me")
+    with pytest.raises(ExportError, match=f"^{root}/taken: already exists and is not empty"):
+        export(encoder, f"{root}/taken", formats=("onnx",), max_seq_length=16)
+    assert file_system.read_text(f"{root}/taken/keep.txt") == "keep me"
+
+    def fail(build):
+        raise ExportError("model.onnx: refused for this test")
+
+    monkeypatch.setattr(exporter._Build, "verify", fail)
+    with pytest.raises(ExportError, match="refused for this test"):
+        export(encoder, f"{root}/new", formats=("onnx",), max_seq_length=16)
+    assert file_system.listdir(root) == ["taken"]
+    file_system.rmtree(root)
