@@ -3,12 +3,14 @@ the same way) at batch 1 and 3, two sequence lengths, single texts and pairs, ri
 and the texts that calibrate full-integer quantization and, disjoint from them, the texts
 quantized artifacts are judged on."""
 
+import contextlib
 import dataclasses
 import gzip
 import itertools
 
 import numpy as np
 
+from kerasbert import file_system
 from kerasbert.data import demo
 from kerasbert.export.errors import ExportError
 from kerasbert.models.tasks import encoder_of
@@ -106,8 +108,7 @@ def read_texts(paths=None, count=AGREEMENT_TEXTS):
     texts = []
     for path in paths:
         try:
-            opener = gzip.open if str(path).endswith(".gz") else open
-            with opener(path, "rt", encoding="utf-8") as file:
+            with _open_text(str(path)) as file:
                 texts += [line.strip() for line in itertools.islice(
                     (line for line in file if line.strip()), count - len(texts))]
         except (OSError, UnicodeDecodeError) as error:
@@ -117,6 +118,17 @@ def read_texts(paths=None, count=AGREEMENT_TEXTS):
     if not texts:
         raise ExportError(f"calibration data {paths}: no text lines")
     return texts
+
+
+@contextlib.contextmanager
+def _open_text(path):
+    """A plain or `.gz` UTF-8 text file opened for reading, on any file system."""
+    if not path.endswith(".gz"):
+        with file_system.open_file(path, "r", encoding="utf-8") as file:
+            yield file
+        return
+    with file_system.open_file(path, "rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as file:
+        yield file
 
 
 class CaseMaker:

@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.atomic_files import TemporarySibling
 from kerasbert.export import cases as cases_module
 from kerasbert.export import report as report_module
@@ -44,7 +45,10 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     `output_dir/export_report.json`).
 
     `model_or_path`: a kerasbert Keras model, a `.keras` file, a `kerasbert-pretrain` or
-    `kerasbert-finetune` directory, or a local Hugging Face folder. `formats`: any of
+    `kerasbert-finetune` directory, or a Hugging Face folder. Paths (this one, `output_dir`,
+    `calibration_data`, `eval_file`, `tokenizer`) may be local or TensorFlow file-system URLs
+    (`gs://`, `s3://`, `hdfs://`, ...): artifacts are built and verified in a local folder,
+    which is then copied to a remote `output_dir` with `export_report.json` last. `formats`: any of
     `saved_model`, `tflite`, `onnx`. `quantize`: the TFLite variants, any of `none`
     (`model.tflite`), `float16`, `dynamic_int8`, `int8` (full integer, calibrated on the
     first lines of the text files `calibration_data`; the lines after them are where the
@@ -73,8 +77,9 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
         raise ExportError("--eval_file needs --task (the kerasbert-finetune task whose format "
                           "and metric the file has)" if task is None else
                           f"--task={task} names the task of a labelled file; give --eval_file too")
-    output_dir = os.path.abspath(os.fspath(output_dir))
-    if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or os.listdir(output_dir)):
+    output_dir = file_system.absolute(output_dir)
+    if file_system.exists(output_dir) and (not file_system.isdir(output_dir)
+                                           or file_system.listdir(output_dir)):
         raise ExportError(f"{output_dir}: already exists and is not empty; export writes a new "
                           "directory")
     model, tokenizer = load_export_model(model_or_path, tokenizer)
@@ -137,7 +142,7 @@ def _checked_choices(formats, quantize, calibration_data):
     if calibration_data:
         calibration_data = [calibration_data] if isinstance(calibration_data, str) else list(
             calibration_data)
-        missing = [path for path in calibration_data if not os.path.isfile(path)]
+        missing = [path for path in calibration_data if not file_system.isfile(path)]
         if missing:
             raise ExportError(f"calibration data {missing[0]}: no such file")
     return formats, quantize

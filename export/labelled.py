@@ -14,6 +14,7 @@ import os
 
 import numpy as np
 
+from kerasbert import file_system
 from kerasbert.export.errors import ExportError
 
 METRIC_TOLERANCE_POINTS = 1.0
@@ -68,10 +69,11 @@ class LabelledSet:
             raise ExportError(f"--eval_file {self.path}: its texts go through the model's "
                               f"tokenizer, and {model.name} has none; pass --tokenizer")
         self.settings = FinetuneSettings(max_seq_length=max_seq_length, labels=labels)
-        if not os.path.isfile(self.path):
+        if not file_system.isfile(self.path):
             raise ExportError(f"--eval_file {self.path}: no such file")
         try:
-            examples = self.task.read(self.path, "dev")
+            with file_system.local_copy(self.path) as local:  # the task readers read local files
+                examples = self.task.read(local, "dev")
         except (ValueError, OSError, UnicodeDecodeError, KeyError) as error:
             raise ExportError(f"--eval_file {self.path}: cannot read it as {task_name} "
                               f"({error})") from None

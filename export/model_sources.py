@@ -1,11 +1,13 @@
 """What `export` accepts as its model: a Keras model, a `.keras` file, a `kerasbert-pretrain` or
-`kerasbert-finetune` directory, a local Hugging Face folder or an original Google TF1 checkpoint
-prefix, and the tokenizer that goes with it."""
+`kerasbert-finetune` directory, a Hugging Face folder or an original Google TF1 checkpoint
+prefix, and the tokenizer that goes with it; paths may be local or TensorFlow file-system URLs
+(see `kerasbert.file_system`)."""
 
 import os
 
 import keras
 
+from kerasbert import file_system
 from kerasbert.export.errors import ExportError
 from kerasbert.convert import from_google, from_hf
 from kerasbert.convert.from_google import is_checkpoint_prefix
@@ -63,22 +65,22 @@ def discriminator_model(pretrainer):
 def _load_path(path):
     if is_checkpoint_prefix(path):  # Google's TF1 checkpoint, its config file beside it
         return from_google(path), None
-    if not os.path.exists(path):
+    if not file_system.exists(path):
         raise ExportError(f"{path}: no such model file or directory")
-    if os.path.isfile(path):
+    if not file_system.isdir(path):
         if not path.endswith(".keras"):
             raise ExportError(f"{path}: not a .keras file, a kerasbert-pretrain or "
                               "kerasbert-finetune directory or a Hugging Face folder")
         return _load_keras(path), None
-    if os.path.isfile(os.path.join(path, "config.json")):
+    if file_system.isfile(file_system.join(path, "config.json")):
         tokenizer = None
-        if any(os.path.isfile(os.path.join(path, name)) for name in _HF_TOKENIZER_FILES):
+        if any(file_system.isfile(file_system.join(path, name)) for name in _HF_TOKENIZER_FILES):
             tokenizer = tokenizer_from_hf(path)
         return from_hf(path), tokenizer
-    if os.path.isfile(os.path.join(path, PRETRAINED_MODEL_FILE)):
+    if file_system.isfile(file_system.join(path, PRETRAINED_MODEL_FILE)):
         return pretraining_run_model(path)
-    if os.path.isfile(os.path.join(path, MODEL_FILE)):
-        return _load_keras(os.path.join(path, MODEL_FILE)), None
+    if file_system.isfile(file_system.join(path, MODEL_FILE)):
+        return _load_keras(file_system.join(path, MODEL_FILE)), None
     raise ExportError(f"{path}: a directory with neither {MODEL_FILE} (kerasbert-finetune), "
                       f"{PRETRAINED_MODEL_FILE} (kerasbert-pretrain) nor config.json "
                       "(Hugging Face)")
@@ -86,7 +88,8 @@ def _load_path(path):
 
 def _load_keras(path):
     try:
-        return keras.models.load_model(path)
+        with file_system.local_copy(path) as local:
+            return keras.models.load_model(local)
     except (ValueError, OSError, TypeError) as error:
         raise ExportError(f"{path}: cannot load this .keras file ({error})") from None
 
@@ -95,7 +98,7 @@ def _tokenizer(tokenizer):
     if isinstance(tokenizer, Tokenizer):
         return tokenizer
     path = os.fspath(tokenizer)
-    if not os.path.isdir(path):
+    if not file_system.isdir(path):
         raise ExportError(f"tokenizer {path}: not a kerasbert Tokenizer or a Hugging Face "
                           "tokenizer folder")
     return tokenizer_from_hf(path)

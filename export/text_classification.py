@@ -1,11 +1,18 @@
 """Classify raw texts with an export's text signatures, in the runtimes that serve them: the
 raw-text TFLite file (`model_text.tflite`, as a phone runs it) and the SavedModel's
-`serve_text` (as TF Serving runs it). What `kerasbert-classify` calls."""
+`serve_text` (as TF Serving runs it). What `kerasbert-classify` calls.
+
+The export folder may be local or a TensorFlow file-system URL (`gs://...`): an artifact is then
+run from a local copy. Artifacts run in this process, so use exports you trust; the paths its
+`export_report.json` gives must lead to files inside the export folder.
+"""
 
 import os
+import posixpath
 
 import numpy as np
 
+from kerasbert import file_system
 from kerasbert.export.artifact_runner import saved_model_runner, tflite_runner
 from kerasbert.export.errors import ExportError
 from kerasbert.export.exporter import REPORT_FILE, TEXT_TFLITE_FILE
@@ -24,8 +31,8 @@ def read_report(export_dir):
     ...
     kerasbert.export.errors.ExportError: ...export_report.json: no such file; ...
     """
-    path = os.path.join(export_dir, REPORT_FILE)
-    if not os.path.isfile(path):
+    path = file_system.join(export_dir, REPORT_FILE)
+    if not file_system.isfile(path):
         raise ExportError(f"{path}: no such file; {export_dir} is not a kerasbert-export folder")
     return read_json_file(path, "a kerasbert-export report")
 
@@ -34,7 +41,7 @@ def label_names(export_dir):
     """The label names (by logit column) that `export_dir`'s report records for its classifier."""
     labels = read_report(export_dir)["model"].get("labels")
     if not labels:
-        raise ExportError(f"{os.path.join(export_dir, REPORT_FILE)}: the exported model is not a "
+        raise ExportError(f"{file_system.join(export_dir, REPORT_FILE)}: the exported model is not a "
                           "sequence classifier (no labels)")
     return labels
 
@@ -43,15 +50,15 @@ def text_logits(export_dir, runtime, texts):
     """`[len(texts), labels]` logits of `texts` through `runtime` ("tflite": the raw-text TFLite
     file; "saved_model": the SavedModel's `serve_text`)."""
     if runtime == "tflite":
-        path = _artifact_path(export_dir, TEXT_TFLITE_FILE)
-        run, _ = tflite_runner({}, {"path": path, "custom_ops": "tensorflow_text"})
-        # The raw-text TFLite signature takes one text at a time.
-        return np.concatenate([run(SIGNATURE_KEY, {TEXT_INPUT: _strings([text])})["logits"]
-                               for text in texts])
+        with file_system.local_copy(_artifact_path(export_dir, TEXT_TFLITE_FILE)) as path:
+            run, _ = tflite_runner({}, {"path": path, "custom_ops": "tensorflow_text"})
+            # The raw-text TFLite signature takes one text at a time.
+            return np.concatenate([run(SIGNATURE_KEY, {TEXT_INPUT: _strings([text])})["logits"]
+                                   for text in texts])
     if runtime == "saved_model":
-        path = _artifact_path(export_dir, "saved_model")
-        run, _ = saved_model_runner({"needs_tensorflow_text": True}, {"path": path})
-        return run("serve_text", {TEXT_INPUT: _strings(texts)})["logits"]
+        with file_system.local_copy(_artifact_path(export_dir, "saved_model")) as path:
+            run, _ = saved_model_runner({"needs_tensorflow_text": True}, {"path": path})
+            return run("serve_text", {TEXT_INPUT: _strings(texts)})["logits"]
     raise ExportError(f"unknown runtime {runtime!r}; choose from {list(RUNTIMES)}")
 
 
@@ -74,12 +81,28 @@ def classify(export_dir, texts, runtimes=RUNTIMES):
 
 
 def _artifact_path(export_dir, name):
-    """Where the report says artifact `name` is (a SavedModel may sit in a version folder)."""
+    """Where the report says artifact `name` is (a SavedModel may sit in a version folder):
+    a relative path inside `export_dir`, or an `ExportError` naming the report, the field and
+    the path."""
     artifacts = read_report(export_dir)["artifacts"]
     if name not in artifacts:
         raise ExportError(f"{export_dir}: has no {name} (export it with --text_signatures"
                           f"{'' if name == 'saved_model' else ' and a WordPiece model'})")
-    return os.path.join(export_dir, artifacts[name]["path"])
+    relative = artifacts[name]["path"]
+    report = file_system.join(export_dir, REPORT_FILE)
+    field = f"artifacts.{name}.path"
+    if not isinstance(relative, str) or not relative:
+        raise ExportError(f"{report}: field {field} is {relative!r}, not a path")
+    path = file_system.join(export_dir, relative)
+    if (os.path.isabs(relative) or posixpath.isabs(relative)
+            or not file_system.is_local(relative)):
+        raise ExportError(f"{report}: field {field} is {relative!r}, an absolute path; an "
+                          "artifact's path must be relative to the export folder")
+    if not file_system.is_within(path, export_dir) or (
+            file_system.absolute(path) == file_system.absolute(export_dir)):
+        raise ExportError(f"{report}: field {field} is {relative!r}, which is not inside the "
+                          f"export folder {export_dir}; an artifact's path must stay inside it")
+    return path
 
 
 def _strings(texts):

@@ -29,6 +29,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from kerasbert import file_system
 from kerasbert.export.signatures import input_specs
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
 
@@ -121,7 +122,7 @@ def text_tflite_model(model, tokenizer, max_seq_length=128):
 def run_text_tflite(tflite_bytes_or_path, texts):
     """Run the `serve_text` signature of a `text_tflite_model` flatbuffer on `texts`.
 
-    `tflite_bytes_or_path`: the flatbuffer's bytes or the path of a `.tflite` file;
+    `tflite_bytes_or_path`: the flatbuffer's bytes or the path (or URL) of a `.tflite` file;
     `texts`: a string or a sequence of strings. Returns `{output name: numpy array}`, batch
     first. The interpreter is ai_edge_litert's `InterpreterWithCustomOps` with
     tensorflow-text's TFLite kernels (`tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`)
@@ -139,8 +140,7 @@ def run_text_tflite(tflite_bytes_or_path, texts):
     [[2, 5, 6, 7, 3, 0], [2, 1, 3, 0, 0, 0], [2, 3, 0, 0, 0, 0]]
     """
     if isinstance(tflite_bytes_or_path, (str, os.PathLike)):
-        with open(tflite_bytes_or_path, "rb") as file:
-            tflite_bytes_or_path = file.read()
+        tflite_bytes_or_path = file_system.read_bytes(tflite_bytes_or_path)
     if isinstance(texts, (str, bytes)):
         texts = [texts]
     texts = np.array([text.encode("utf-8") if isinstance(text, str) else bytes(text)

@@ -40,6 +40,8 @@ import tensorflow as tf
 from tensorflow.lite.python import convert as _tflite_convert
 from tensorflow.lite.python import schema_py_generated as _schema
 
+from kerasbert import file_system
+
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "int8")
 TFLITE_FILE_NAMES = {"none": "model.tflite", "float16": "model_float16.tflite",
                      "dynamic_int8": "model_dynamic_int8.tflite", "int8": "model_int8.tflite"}
@@ -267,7 +269,7 @@ def require_builtin_ops(tflite_bytes, artifact_name):
 
 
 def run_tflite(tflite_bytes_or_path, inputs, signature=SIGNATURE_KEY):
-    """Run one signature of a TFLite flatbuffer (bytes or a path) on numpy inputs.
+    """Run one signature of a TFLite flatbuffer (bytes, or a path or URL) on numpy inputs.
 
     Uses `ai_edge_litert`'s interpreter; its signature runner resizes the
     inputs to the shapes given. Returns `{output name: numpy array}`.
@@ -284,8 +286,11 @@ def run_tflite(tflite_bytes_or_path, inputs, signature=SIGNATURE_KEY):
     """
     from ai_edge_litert.interpreter import Interpreter
 
-    if isinstance(tflite_bytes_or_path, (str, os.PathLike)):
-        interpreter = Interpreter(model_path=os.fspath(tflite_bytes_or_path))
+    if isinstance(tflite_bytes_or_path, (str, os.PathLike)) and file_system.is_local(
+            tflite_bytes_or_path):
+        interpreter = Interpreter(model_path=file_system.local_path(tflite_bytes_or_path))
+    elif isinstance(tflite_bytes_or_path, (str, os.PathLike)):  # a URL: its bytes
+        interpreter = Interpreter(model_content=file_system.read_bytes(tflite_bytes_or_path))
     else:
         interpreter = Interpreter(model_content=bytes(tflite_bytes_or_path))
     runner = interpreter.get_signature_runner(signature)

@@ -35,6 +35,9 @@ import tempfile
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # File systems whose rename of a file or a folder is one atomic step.
 _ATOMIC_RENAME_SCHEMES = ("hdfs", "viewfs")
+# File systems whose writes and copies append to a file already there instead of replacing it
+# (TensorFlow's `ram://`): that file is removed first.
+_APPENDING_SCHEMES = ("ram",)
 
 
 def scheme(path):
@@ -235,7 +238,16 @@ def copy(source, destination, overwrite=True):
         shutil.copyfile(local_path(source), local_path(destination))
         return
     with _python_errors(source):
+        if overwrite:
+            _clear_for_writing(destination)
         _gfile().copy(source, destination, overwrite=overwrite)
+
+
+def _clear_for_writing(path):
+    """Remove the remote file `path` where a write would append to it (see
+    `_APPENDING_SCHEMES`)."""
+    if scheme(path) in _APPENDING_SCHEMES and _gfile().exists(path) and not _gfile().isdir(path):
+        _gfile().remove(path)
 
 
 def copy_tree(source, destination):
@@ -283,6 +295,8 @@ def open_file(path, mode="r", encoding="utf-8", errors=None, newline=None):
         return open(local_path(path), mode, encoding=encoding, errors=errors, newline=newline)
     if "r" in mode and not _gfile().exists(path):
         raise _not_found(path)
+    if "w" in mode:
+        _clear_for_writing(path)
     binary_mode = mode.replace("t", "").replace("b", "") + "b"
     binary = _gfile().GFile(path, binary_mode)
     if "b" in mode:

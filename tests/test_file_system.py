@@ -57,6 +57,24 @@ def test_read_write_list_and_glob(ram_folder):
     assert file_system.isfile(file_system.join(ram_folder, "two.bin"))
 
 
+def test_writing_and_copying_over_a_remote_file_replace_it(ram_folder, tmp_path):
+    """TensorFlow's `ram://` appends when a file is written or copied over; the layer replaces
+    it, as every other file system does."""
+    path = file_system.join(ram_folder, "notes.txt")
+    for content in ("a longer first content\n", "short\n"):
+        with file_system.open_file(path, "w") as file:
+            file.write(content)
+    assert file_system.read_text(path) == "short\n"
+    with file_system.open_file(path, "wb") as file:
+        file.write(b"bytes")
+    assert file_system.read_bytes(path) == b"bytes"
+    (tmp_path / "local.txt").write_text("copied")
+    file_system.copy(str(tmp_path / "local.txt"), path)
+    assert file_system.read_text(path) == "copied"
+    with pytest.raises(FileExistsError):
+        file_system.copy(str(tmp_path / "local.txt"), path, overwrite=False)
+
+
 def test_missing_remote_file_is_a_python_error_naming_it(ram_folder):
     missing = file_system.join(ram_folder, "vocab.txt")
     with pytest.raises(FileNotFoundError, match="vocab.txt"):

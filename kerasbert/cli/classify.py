@@ -11,6 +11,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
+from kerasbert import file_system  # noqa: E402
 from kerasbert.atomic_files import write_atomically  # noqa: E402
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 from kerasbert.export.errors import ExportError  # noqa: E402
@@ -29,7 +30,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     logging.set_verbosity(logging.WARNING)
-    with open(FLAGS.input_file, encoding="utf-8") as file:
+    with file_system.open_file(FLAGS.input_file, encoding="utf-8") as file:
         texts = [line.strip() for line in file if line.strip()]
     if not texts:
         raise ExportError(f"{FLAGS.input_file}: no text lines")

@@ -5,10 +5,9 @@ Sources: an original Google TF1 checkpoint prefix (`from_google`), a Hugging Fac
 Targets: a Hugging Face folder (`to_hf`) or a `.keras` file.
 """
 
-import os
-
 import keras
 
+from kerasbert import file_system
 from kerasbert.atomic_files import atomic_path
 from kerasbert.convert.from_google import from_google, is_checkpoint_prefix
 from kerasbert.convert.from_hf import from_hf
@@ -36,12 +35,13 @@ def source_format(path):
     ...
     kerasbert.convert.conversions.ConversionError: ...: not a TF1 checkpoint prefix, ...
     """
-    if path.endswith(".keras") and os.path.isfile(path):
+    if path.endswith(".keras") and file_system.isfile(path):
         return "keras"
     if is_checkpoint_prefix(path):
         return "google"
-    if os.path.isfile(os.path.join(path, "config.json")):
-        markers = [name for name in _KERAS_HUB_MARKERS if os.path.isfile(os.path.join(path, name))]
+    if file_system.isfile(file_system.join(path, "config.json")):
+        markers = [name for name in _KERAS_HUB_MARKERS
+                   if file_system.isfile(file_system.join(path, name))]
         return "keras_hub" if markers else "hf"
     raise ConversionError(f"{path}: not a TF1 checkpoint prefix, a Hugging Face or keras-hub "
                           "folder (config.json) or a .keras file")
@@ -53,16 +53,17 @@ def load_model(path, input_format="auto", config_json=None, encoder_only=False):
     if input_format == "google":
         return from_google(path, config_json, encoder_only=encoder_only), None
     if input_format == "hf":
-        has_tokenizer = any(os.path.isfile(os.path.join(path, name))
+        has_tokenizer = any(file_system.isfile(file_system.join(path, name))
                             for name in _HF_TOKENIZER_FILES)
         return (from_hf(path, encoder_only=encoder_only),
                 tokenizer_from_hf(path) if has_tokenizer else None)
     if input_format == "keras_hub":
-        if os.path.isfile(os.path.join(path, TOKENIZER_CONFIG_FILE)):
+        if file_system.isfile(file_system.join(path, TOKENIZER_CONFIG_FILE)):
             return from_keras_hub(path, with_tokenizer=True)
         return from_keras_hub(path), None
     if input_format == "keras":
-        model = keras.models.load_model(path)
+        with file_system.local_copy(path) as local:
+            model = keras.models.load_model(local)
         return (getattr(model, "encoder", model) if encoder_only else model), None
     raise ConversionError(f"unknown input format {input_format!r}; choose from "
                           f"{['auto', *SOURCE_FORMATS]}")
@@ -81,8 +82,8 @@ def convert(input_path, output_path, input_format="auto", output_format="auto",
     if output_format not in TARGET_FORMATS:
         raise ConversionError(f"unknown output format {output_format!r}; choose from "
                               f"{['auto', *TARGET_FORMATS]}")
-    if os.path.exists(output_path) and not (os.path.isdir(output_path)
-                                            and not os.listdir(output_path)):
+    if file_system.exists(output_path) and not (file_system.isdir(output_path)
+                                                 and not file_system.listdir(output_path)):
         raise ConversionError(f"{output_path}: already exists; choose a new path")
     model, tokenizer = load_model(input_path, input_format, config_json, encoder_only)
     if tokenizer_dir is not None:

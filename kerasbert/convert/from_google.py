@@ -5,6 +5,7 @@ import os
 
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.convert.google_config import (GoogleCheckpointError, electra_generator_config,
                                              encoder_config_from_google, read_google_config)
 from kerasbert.convert.google_names import (ELECTRA_GENERATOR_SCOPE, ELECTRA_OTHER_MODEL_SCOPES,
@@ -26,7 +27,7 @@ def is_checkpoint_prefix(path):
     >>> is_checkpoint_prefix("/no/such/bert_model.ckpt")
     False
     """
-    return os.path.isfile(os.fspath(path) + ".index")
+    return file_system.isfile(os.fspath(path) + ".index")
 
 
 def config_beside(checkpoint_prefix):
@@ -37,10 +38,10 @@ def config_beside(checkpoint_prefix):
     ...
     kerasbert.convert.google_config.GoogleCheckpointError: /no/such/bert_model.ckpt: no config ...
     """
-    directory = os.path.dirname(os.path.abspath(checkpoint_prefix))
+    directory = file_system.dirname(file_system.absolute(checkpoint_prefix))
     for name in CONFIG_FILE_NAMES:
-        path = os.path.join(directory, name)
-        if os.path.isfile(path):
+        path = file_system.join(directory, name)
+        if file_system.isfile(path):
             return path
     raise GoogleCheckpointError(
         f"{checkpoint_prefix}: no config file beside it (looked for "
@@ -53,7 +54,8 @@ def from_google(checkpoint_prefix, config_json=None, encoder_only=False, family=
 
     Args:
         checkpoint_prefix: the checkpoint's prefix, e.g. `.../bert_model.ckpt`
-            (the path of its `.index` file without the extension).
+            (the path of its `.index` file without the extension), local or a
+            TensorFlow file-system URL (`gs://...`), as is `config_json`.
         config_json: the config file (`bert_config.json`, `albert_config.json`,
             or ELECTRA's pretraining hyperparameters as JSON, see
             `kerasbert.convert.google_config`). Default: the first of
@@ -175,8 +177,10 @@ def _generator_size(shapes):
 
 
 def _open(prefix):
+    # The reader of exactly this prefix: `tf.train.load_checkpoint` would take a path that
+    # TensorFlow's `ram://` calls a folder (any prefix of a file's name) for a checkpoint folder.
     try:
-        return tf.train.load_checkpoint(prefix)
+        return tf.compat.v1.train.NewCheckpointReader(prefix)
     except (tf.errors.OpError, ValueError) as error:
         raise GoogleCheckpointError(f"{prefix}: not a readable TF checkpoint ({error})") from None
 

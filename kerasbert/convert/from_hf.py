@@ -1,7 +1,8 @@
-"""`from_hf`: a kerasbert model from a local Hugging Face model directory."""
+"""`from_hf`: a kerasbert model from a Hugging Face model directory."""
 
 import os
 
+from kerasbert import file_system
 from kerasbert.convert.checkpoint_files import read_state_dict
 from kerasbert.convert.hf_config import (BASE_MODEL_PREFIX, encoder_config_from_hf, read_hf_config,
                                          task_settings_from_hf)
@@ -54,10 +55,11 @@ class UnsupportedArchitectureError(ValueError):
 
 
 def from_hf(directory, encoder_only=False):
-    """Import a local Hugging Face checkpoint as a kerasbert model with its weights.
+    """Import a Hugging Face checkpoint as a kerasbert model with its weights.
 
-    `directory` holds `config.json` and `model.safetensors` (or sharded
-    safetensors, or `pytorch_model.bin`). The architecture that `config.json`
+    `directory` (local, or a TensorFlow file-system URL such as `gs://...`)
+    holds `config.json` and `model.safetensors` (or sharded safetensors, or
+    `pytorch_model.bin`; the shards an index names must be in `directory`). The architecture that `config.json`
     names decides the model returned: `BertModel`, `RobertaModel`,
     `AlbertModel` and `ElectraModel` give an `Encoder`; the architectures of
     `PRETRAINING_ARCHITECTURES` (`BertForPreTraining`, `*ForMaskedLM`,
@@ -82,7 +84,7 @@ def from_hf(directory, encoder_only=False):
     """
     directory = os.fspath(directory)
     hf_config = read_hf_config(directory)
-    config_path = os.path.join(directory, "config.json")
+    config_path = file_system.join(directory, "config.json")
     config = encoder_config_from_hf(hf_config, source=config_path)
     architectures = hf_config.get("architectures") or [ENCODER_ARCHITECTURES[config.family]]
     architecture = architectures[0]

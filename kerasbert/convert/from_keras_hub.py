@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 
+from kerasbert import file_system
 from kerasbert.convert.keras_hub_config import (KerasHubPresetError, encoder_config_from_keras_hub,
                                                 read_preset_config, transformer_settings)
 from kerasbert.convert.keras_hub_names import encoder_name_map, zero_filled_variables
@@ -18,7 +19,8 @@ def from_keras_hub(preset_dir, with_tokenizer=False):
     The backbone classes read are `BertBackbone`, `RobertaBackbone`,
     `AlbertBackbone`, `ElectraBackbone` and `DistilBertBackbone`.
 
-    `preset_dir` is a local folder written by keras-hub's
+    `preset_dir` is a folder (local, or a TensorFlow file-system URL such
+    as `gs://...`) written by keras-hub's
     `backbone.save_to_preset(preset_dir)` (or a task's, whose backbone is
     taken): `config.json`, `model.weights.h5` and `metadata.json`, plus
     `tokenizer.json` and `assets/tokenizer/` when a tokenizer was saved too.
@@ -74,7 +76,8 @@ def from_keras_hub(preset_dir, with_tokenizer=False):
     preset_dir = os.fspath(preset_dir)
     family, config_path = read_preset_config(preset_dir)
     tokenizer = tokenizer_from_keras_hub(preset_dir) if with_tokenizer else None
-    backbone = keras_hub.models.Backbone.from_preset(preset_dir, dtype="float32")
+    with file_system.local_copy(preset_dir) as local:  # keras-hub reads local presets
+        backbone = keras_hub.models.Backbone.from_preset(local, dtype="float32")
     activation, epsilon = transformer_settings(backbone, config_path)
     config = encoder_config_from_keras_hub(
         family, backbone.get_config(), activation, epsilon,

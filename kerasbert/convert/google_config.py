@@ -18,6 +18,7 @@ the tanh approximation (`gelu_new`) for ALBERT, whose code computes it so.
 import json
 import os
 
+from kerasbert import file_system
 from kerasbert.config import EncoderConfig
 
 
@@ -45,10 +46,10 @@ ELECTRA_GENERATOR_DEFAULTS = {"generator_hidden_size": 0.25, "generator_layers":
 def read_google_config(path):
     """The parsed JSON config file at `path`."""
     path = os.fspath(path)
-    if not os.path.isfile(path):
+    if not file_system.isfile(path):
         raise GoogleCheckpointError(f"{path}: no such config file")
     try:
-        with open(path, encoding="utf-8") as file:
+        with file_system.open_file(path, encoding="utf-8") as file:
             values = json.load(file)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise GoogleCheckpointError(f"{path}: invalid JSON ({error})") from None

@@ -1,7 +1,6 @@
 """Hugging Face `config.json` -> `EncoderConfig`."""
 
-import os
-
+from kerasbert import file_system
 from kerasbert.config import EncoderConfig
 from kerasbert.json_files import JsonFileError, read_json_file
 
@@ -26,9 +25,9 @@ class HFConfigError(ValueError):
 
 
 def read_hf_config(directory):
-    """The parsed `config.json` of a local Hugging Face model directory."""
-    path = os.path.join(directory, "config.json")
-    if not os.path.exists(path):
+    """The parsed `config.json` of a Hugging Face model directory (local or a URL)."""
+    path = file_system.join(directory, "config.json")
+    if not file_system.exists(path):
         raise HFConfigError(f"{directory!r} has no config.json")
     try:
         return read_json_file(path, "a Hugging Face config")

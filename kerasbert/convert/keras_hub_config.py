@@ -1,8 +1,8 @@
 """A keras-hub preset's backbone config -> `EncoderConfig`."""
 
 import json
-import os
 
+from kerasbert import file_system
 from kerasbert.config import EncoderConfig
 from kerasbert.convert.from_hf import UnsupportedArchitectureError
 from kerasbert.convert.keras_hub_names import has_pooler
@@ -56,15 +56,15 @@ class KerasHubPresetError(ValueError):
 
 def read_preset_config(directory):
     """`(family, path)` of the backbone saved in a keras-hub preset `directory`."""
-    path = os.path.join(directory, PRESET_CONFIG_FILE)
-    if not os.path.isdir(directory):
+    path = file_system.join(directory, PRESET_CONFIG_FILE)
+    if not file_system.isdir(directory):
         raise KerasHubPresetError(f"keras-hub preset {directory!r} does not exist")
-    if not os.path.isfile(path):
+    if not file_system.isfile(path):
         raise KerasHubPresetError(
             f"{directory!r} is not a keras-hub preset: it has no {PRESET_CONFIG_FILE} (found "
-            f"{sorted(os.listdir(directory))})")
+            f"{file_system.listdir(directory)})")
     try:
-        with open(path, encoding="utf-8") as file:
+        with file_system.open_file(path, encoding="utf-8") as file:
             saved = json.load(file)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise KerasHubPresetError(f"{path}: invalid JSON ({error})") from None
@@ -81,7 +81,7 @@ def read_preset_config(directory):
         raise UnsupportedArchitectureError(
             f"{path}: keras-hub backbone class {class_name!r} is not supported; supported: "
             f"{sorted(BACKBONE_FAMILIES)}")
-    if not any(os.path.isfile(os.path.join(directory, name)) for name in WEIGHTS_FILES):
+    if not any(file_system.isfile(file_system.join(directory, name)) for name in WEIGHTS_FILES):
         raise KerasHubPresetError(
             f"keras-hub preset {directory!r} has no weights: expected {WEIGHTS_FILES[0]} (or the "
             f"sharded {WEIGHTS_FILES[1]})")

@@ -26,25 +26,25 @@ raise `KerasHubPresetError`.
 """
 
 import json
-import os
 
+from kerasbert import file_system
 from kerasbert.convert.keras_hub_config import KerasHubPresetError
 from kerasbert.tokenizers import BytePairTokenizer, SentencePieceTokenizer, WordPieceTokenizer
 from kerasbert.tokenizers.from_hf import read_vocab_txt
 
 TOKENIZER_CONFIG_FILE = "tokenizer.json"
-ASSETS_DIRECTORY = os.path.join("assets", "tokenizer")
+ASSETS_DIRECTORY = ("assets", "tokenizer")
 
 
 def tokenizer_from_keras_hub(directory):
     """The kerasbert tokenizer equal to the keras-hub tokenizer saved in preset `directory`."""
-    path = os.path.join(directory, TOKENIZER_CONFIG_FILE)
-    if not os.path.isfile(path):
+    path = file_system.join(directory, TOKENIZER_CONFIG_FILE)
+    if not file_system.isfile(path):
         raise KerasHubPresetError(
             f"keras-hub preset {directory!r} has no tokenizer ({TOKENIZER_CONFIG_FILE} is missing; "
             "save one with tokenizer.save_to_preset(directory))")
     try:
-        with open(path, encoding="utf-8") as file:
+        with file_system.open_file(path, encoding="utf-8") as file:
             saved = json.load(file)
         class_name, config = saved["class_name"], saved["config"]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as error:
@@ -54,13 +54,13 @@ def tokenizer_from_keras_hub(directory):
         raise KerasHubPresetError(
             f"{path}: keras-hub tokenizer class {class_name!r} is not supported; supported: "
             f"{sorted(_BUILDERS)}")
-    assets = os.path.join(directory, ASSETS_DIRECTORY)
+    assets = file_system.join(directory, *ASSETS_DIRECTORY)
     return _BUILDERS[class_name](assets, config, path)
 
 
 def _asset(assets, name):
-    path = os.path.join(assets, name)
-    if not os.path.isfile(path):
+    path = file_system.join(assets, name)
+    if not file_system.isfile(path):
         raise KerasHubPresetError(f"keras-hub tokenizer asset {path} is missing")
     return path
 
@@ -91,17 +91,17 @@ def _wordpiece_without_segments(assets, config, path):
 
 
 def _byte_pair(assets, config, path):
-    return BytePairTokenizer.from_files(
-        _asset(assets, "vocabulary.json"), _asset(assets, "merges.txt"),
-        add_prefix_space=config.get("add_prefix_space", False))
+    with file_system.local_copy(_asset(assets, "vocabulary.json")) as vocabulary, \
+            file_system.local_copy(_asset(assets, "merges.txt")) as merges:
+        return BytePairTokenizer.from_files(
+            vocabulary, merges, add_prefix_space=config.get("add_prefix_space", False))
 
 
 def _sentence_piece(assets, config, path):
     _require(config, "add_bos", False, path)
     _require(config, "add_eos", False, path)
     model_path = _asset(assets, "vocabulary.spm")
-    with open(model_path, "rb") as file:
-        proto = file.read()
+    proto = file_system.read_bytes(model_path)
     return SentencePieceTokenizer(proto, lowercase=False, keep_accents=True, remove_space=False,
                                   source=model_path)
 

@@ -6,6 +6,7 @@ import os
 import numpy as np
 import safetensors.numpy
 
+from kerasbert import file_system
 from kerasbert.atomic_files import TemporarySibling
 from kerasbert.convert.from_hf import (ENCODER_ARCHITECTURES, PRETRAINING_ARCHITECTURES,
                                        TASK_ARCHITECTURES)
@@ -63,7 +64,9 @@ def to_hf(model, directory, tokenizer=None):
     pad id must be the model's and its vocabulary must fit the model's.
 
     Everything is written into a temporary directory beside `directory` and
-    renamed into place when complete. `directory` must not exist or be empty
+    renamed into place when complete; a `directory` on a TensorFlow file
+    system (`gs://...`) is written locally, then copied there, `config.json`
+    last. `directory` must not exist or be empty
     (`FileExistsError` otherwise). A model `transformers` cannot express (heads
     no class has, an ELECTRA pooler, an `ElectraPretrainer`'s two encoders, ...)
     raises `UnsupportedModelError` before anything is written.
@@ -76,7 +79,7 @@ def to_hf(model, directory, tokenizer=None):
     >>> json.load(open(os.path.join(path, "config.json")))["architectures"]
     ['BertModel']
     """
-    directory = os.path.abspath(os.fspath(directory))
+    directory = file_system.absolute(directory)
     _check_target(directory)
     config, architecture, name_map, extra_fields = _describe(model)
     config_json = {"architectures": [architecture], **hf_config_fields(config), **extra_fields}
@@ -97,11 +100,11 @@ def to_hf(model, directory, tokenizer=None):
 
 
 def _check_target(directory):
-    if os.path.isdir(directory):
-        if os.listdir(directory):
+    if file_system.isdir(directory):
+        if file_system.listdir(directory):
             raise FileExistsError(
                 f"{directory} exists and is not empty; to_hf writes only a new or empty directory")
-    elif os.path.exists(directory):
+    elif file_system.exists(directory):
         raise FileExistsError(f"{directory} exists and is not a directory")
 
 

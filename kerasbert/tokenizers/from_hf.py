@@ -1,13 +1,15 @@
-"""`from_hf`: the right kerasbert tokenizer for a local Hugging Face tokenizer directory."""
+"""`from_hf`: the right kerasbert tokenizer for a Hugging Face tokenizer directory (local, or a
+TensorFlow file-system URL such as `gs://...`; see `kerasbert.file_system`)."""
 
 import os
 
+from kerasbert import file_system
 from kerasbert.json_files import JsonFileError, read_json_file
 from kerasbert.tokenizers.base import VocabularyError, vocabulary_from_ids
 from kerasbert.tokenizers.byte_pair import BytePairTokenizer
 from kerasbert.tokenizers.sentence_piece import (DIGIT_COMMA_PENALTY, SentencePieceTokenizer,
                                                  is_digit_comma_piece,
-                                                 load_sentence_piece_tokenizer, parse_model_proto)
+                                                 parse_model_proto)
 from kerasbert.tokenizers.unigram_json import model_proto_from_unigram_json
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
 
@@ -29,43 +31,44 @@ def from_hf(directory):
         batch = tokenizer(["first text"], ["second text"], max_length=128)
     """
     directory = os.fspath(directory)
-    if not os.path.isdir(directory):
+    if not file_system.isdir(directory):
         raise FileNotFoundError(f"Tokenizer directory {directory!r} does not exist")
-    files = set(os.listdir(directory))
+    files = set(file_system.listdir(directory))
     config = _read_json(directory, "tokenizer_config.json") if "tokenizer_config.json" in files else {}
     specials = _special_tokens(config)
     if "spiece.model" in files:
-        path = os.path.join(directory, "spiece.model")
-        penalize = "tokenizer.json" in files and _penalizes_digit_comma(
-            path, os.path.join(directory, "tokenizer.json"))
-        return load_sentence_piece_tokenizer(
-            path, lowercase=config.get("do_lower_case", True),
+        path = file_system.join(directory, "spiece.model")
+        proto = file_system.read_bytes(path)
+        penalize = "tokenizer.json" in files and _penalizes_digit_comma(proto, path, directory)
+        return SentencePieceTokenizer(
+            proto, lowercase=config.get("do_lower_case", True),
             keep_accents=config.get("keep_accents", False),
             remove_space=config.get("remove_space", True), penalize_digit_comma=penalize,
-            **specials)
+            source=path, **specials)
     if {"vocab.json", "merges.txt"} <= files:
-        return BytePairTokenizer.from_files(
-            os.path.join(directory, "vocab.json"), os.path.join(directory, "merges.txt"),
-            **_byte_pair_options(config), **specials)
+        with file_system.local_copy(file_system.join(directory, "vocab.json")) as vocabulary, \
+                file_system.local_copy(file_system.join(directory, "merges.txt")) as merges:
+            return BytePairTokenizer.from_files(vocabulary, merges, **_byte_pair_options(config),
+                                                **specials)
     if "vocab.txt" in files:
-        path = os.path.join(directory, "vocab.txt")
+        path = file_system.join(directory, "vocab.txt")
         return WordPieceTokenizer(
             read_vocab_txt(path), lowercase=config.get("do_lower_case", True),
             strip_accents=config.get("strip_accents"),
             split_cjk=config.get("tokenize_chinese_chars", True),
             second_segment_id=_second_segment_id(config), source=path, **specials)
     if "tokenizer.json" in files:
-        return _from_tokenizer_json(os.path.join(directory, "tokenizer.json"), config, specials)
+        return _from_tokenizer_json(directory, config, specials)
     raise FileNotFoundError(
         f"No tokenizer files in {directory!r}: expected spiece.model, vocab.json + merges.txt, "
         f"vocab.txt or tokenizer.json; found {sorted(files)}")
 
 
-def _penalizes_digit_comma(model_path, tokenizer_json_path):
-    """Whether `tokenizer.json` lowers digit-comma piece scores as transformers' ALBERT converter does."""
-    with open(model_path, "rb") as file:
-        model = parse_model_proto(file.read(), model_path)
-    vocab = (_read_json(os.path.dirname(tokenizer_json_path), "tokenizer.json").get("model") or {})
+def _penalizes_digit_comma(proto, model_path, directory):
+    """Whether `directory`'s `tokenizer.json` lowers digit-comma piece scores as transformers'
+    ALBERT converter does (`proto`: the SentencePiece model at `model_path`)."""
+    model = parse_model_proto(proto, model_path)
+    vocab = (_read_json(directory, "tokenizer.json").get("model") or {})
     scores = dict(map(tuple, vocab.get("vocab") or []))
     for piece, score in zip(model["pieces"], model["scores"]):
         if is_digit_comma_piece(piece) and piece in scores:
@@ -75,12 +78,13 @@ def _penalizes_digit_comma(model_path, tokenizer_json_path):
 
 def read_vocab_txt(path):
     """The tokens of a WordPiece `vocab.txt`, one per line, in id order."""
-    with open(path, encoding="utf-8") as file:
+    with file_system.open_file(path, encoding="utf-8") as file:
         return [line.rstrip("\n") for line in file]
 
 
-def _from_tokenizer_json(path, config, specials):
-    spec = _read_json(os.path.dirname(path), os.path.basename(path))
+def _from_tokenizer_json(directory, config, specials):
+    path = file_system.join(directory, "tokenizer.json")
+    spec = _read_json(directory, "tokenizer.json")
     model = spec.get("model") or {}
     if model.get("type") == "WordPiece":
         normalizer = spec.get("normalizer") or {}
@@ -157,7 +161,7 @@ def _special_tokens(config):
 
 
 def _read_json(directory, name):
-    path = os.path.join(directory, name)
+    path = file_system.join(directory, name)
     try:
         return read_json_file(path, f"a Hugging Face {name}")
     except JsonFileError as error:

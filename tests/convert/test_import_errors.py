@@ -137,3 +137,35 @@ def test_pickle_with_arbitrary_objects_is_refused(tmp_path):
                tmp_path / "pytorch_model.bin")
     with pytest.raises(CheckpointFileError, match="weights_only=True"):
         kerasbert.convert.from_hf(tmp_path)
+
+
+@pytest.mark.parametrize("shard", ["../elsewhere/model.safetensors",
+                                   "{elsewhere}/model.safetensors",
+                                   "sub/../../elsewhere/model.safetensors",
+                                   "ram://elsewhere/model.safetensors", "."])
+def test_index_shards_outside_the_folder_are_refused(tmp_path, shard):
+    """A `*.index.json` is data: a shard name that is absolute or leaves the model folder is
+    refused (today's file there would otherwise be read), naming the index and the shard."""
+    model_dir, elsewhere = tmp_path / "model", tmp_path / "elsewhere"
+    save_hf_model("BertModel", hf_config("bert"), model_dir)
+    elsewhere.mkdir()
+    (model_dir / "model.safetensors").rename(elsewhere / "model.safetensors")
+    shard = shard.format(elsewhere=elsewhere)
+    names = load_file(elsewhere / "model.safetensors")
+    (model_dir / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {}, "weight_map": {name: shard for name in names}}))
+    with pytest.raises(CheckpointFileError) as raised:
+        kerasbert.convert.from_hf(model_dir)
+    message = str(raised.value)
+    assert message.startswith(f"{model_dir / 'model.safetensors.index.json'}: weight_map names "
+                              f"shard {shard!r}, which is not inside the checkpoint folder")
+    assert "\n" not in message
+
+
+def test_index_shards_in_a_subfolder_are_read(bert_dir):
+    (bert_dir / "shards").mkdir()
+    (bert_dir / "model.safetensors").rename(bert_dir / "shards" / "model.safetensors")
+    names = load_file(bert_dir / "shards" / "model.safetensors")
+    (bert_dir / "model.safetensors.index.json").write_text(json.dumps(
+        {"weight_map": {name: "shards/model.safetensors" for name in names}}))
+    assert kerasbert.convert.from_hf(bert_dir).count_params() > 0
