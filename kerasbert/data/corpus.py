@@ -11,14 +11,15 @@ Policy for bad input: empty documents (several blank lines in a row) and
 empty files give nothing; a line that is not valid UTF-8, or longer than
 `max_line_bytes`, is skipped and counted (`bad_lines="skip"`) or stops the
 run with an error that names the file and the line (`bad_lines="fail"`).
-Files are plain or gzip (detected from their first bytes).
+Files are plain or gzip (detected from their first bytes), local or on any of TensorFlow's file
+systems (`kerasbert.file_system`).
 """
 
-import glob
 import os
 
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.data.sentence_split import split_sentences
 from kerasbert.tokenizers.text_files import is_gzip
 
@@ -74,15 +75,15 @@ def corpus_files(file_patterns):
     files = set()
     for pattern in file_patterns:
         pattern = os.fspath(pattern)
-        matched = glob.glob(pattern)
+        matched = file_system.glob(pattern)
         if not matched:
             raise FileNotFoundError(f"No corpus file matches {pattern!r}")
-        directories = [path for path in matched if os.path.isdir(path)]
+        directories = [path for path in matched if file_system.isdir(path)]
         if directories:
             raise IsADirectoryError(f"Corpus pattern {pattern!r} matches directory "
                                     f"{directories[0]!r}; give the files (e.g. {directories[0]}/*)")
         files.update(matched)
-    return sorted(path for path in files if os.path.getsize(path) > 0)
+    return sorted(path for path in files if file_system.getsize(path) > 0)
 
 
 def document_dataset(file_patterns, **kwargs):
