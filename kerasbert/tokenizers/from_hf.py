@@ -2,6 +2,7 @@
 
 import os
 
+from kerasbert import file_system
 from kerasbert.json_files import JsonFileError, read_json_file
 from kerasbert.tokenizers.base import VocabularyError, vocabulary_from_ids
 from kerasbert.tokenizers.byte_pair import BytePairTokenizer
@@ -75,7 +76,7 @@ def _penalizes_digit_comma(model_path, tokenizer_json_path):
 
 def read_vocab_txt(path):
     """The tokens of a WordPiece `vocab.txt`, one per line, in id order."""
-    with open(path, encoding="utf-8") as file:
+    with file_system.open_file(path, encoding="utf-8") as file:
         return [line.rstrip("\n") for line in file]
 
 
