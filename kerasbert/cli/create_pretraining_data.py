@@ -45,6 +45,7 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
+from kerasbert import file_system  # noqa: E402
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 
 from kerasbert.data.corpus import BAD_LINE_POLICIES, FORMATS, CorpusStats, corpus_files  # noqa: E402
@@ -181,7 +182,7 @@ def _manifest_flags():
 
 def _finished(own_manifest, own_paths):
     """Whether this task's manifest exists, was made with these flags, and its shards are present."""
-    if not os.path.exists(own_manifest):
+    if not file_system.exists(own_manifest):
         return False
     previous = read_manifest(own_manifest)
     flags_now = _manifest_flags()
@@ -190,7 +191,7 @@ def _finished(own_manifest, own_paths):
     if changed:
         raise ValueError(f"{own_manifest} was written with other values of --{', --'.join(changed)}; "
                          "give another --output_file or remove the old files first")
-    return all(os.path.exists(path) for path in own_paths)
+    return all(file_system.exists(path) for path in own_paths)
 
 
 def _write_combined_manifest():
@@ -202,7 +203,7 @@ def _write_combined_manifest():
     path = manifest_path(FLAGS.output_file)
     while True:
         combined = combined_manifest(FLAGS.output_file, FLAGS.num_tasks)
-        if not os.path.exists(path) or read_manifest(path) != combined:
+        if not file_system.exists(path) or read_manifest(path) != combined:
             write_manifest(path, combined)
         if combined_manifest(FLAGS.output_file, FLAGS.num_tasks) == combined:
             break
