@@ -48,7 +48,8 @@ from absl import app, flags  # noqa: E402
 from kerasbert import file_system  # noqa: E402
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 
-from kerasbert.data.corpus import BAD_LINE_POLICIES, FORMATS, CorpusStats, corpus_files  # noqa: E402
+from kerasbert.data.corpus import (BAD_LINE_POLICIES, FORMATS, MAX_DOCUMENT_LINES,  # noqa: E402
+                                   CorpusStats, corpus_files)
 from kerasbert.data.empty_shards import EmptyShard, ShareCounts, not_empty  # noqa: E402
 from kerasbert.data.manifest import (combined_manifest, finish_intent, manifest_path,  # noqa: E402
                                      read_manifest, start_intent, task_manifest,
@@ -294,7 +295,9 @@ class Summary:
         # Each copy reads the corpus again (and, sharded by window, each shard reads it all).
         reads = copies * (max(self.shards_built, 1) if self.window_sharded else 1)
         print(f"documents: {counts['documents'] // reads:,} ({counts['sentences'] // reads:,} "
-              f"sentences, {counts['skipped_lines'] // reads:,} lines skipped) x {copies} copies")
+              f"sentences, {counts['skipped_lines'] // reads:,} lines skipped, "
+              f"{counts['split_documents'] // reads:,} longer than {MAX_DOCUMENT_LINES:,} lines "
+              f"split) x {copies} copies")
         print(f"instances: {self.instances:,}  tokens: {self.tokens:,}  "
               f"masked: {self.masked:,} ({self.masked / max(self.tokens, 1):.2%} of tokens)")
         if FLAGS.objective in ("nsp", "sop"):
