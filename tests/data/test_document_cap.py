@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
 import kerasbert.data.demo
 import kerasbert.zoo
@@ -149,3 +150,19 @@ def test_the_summary_says_how_many_documents_were_split(tmp_path):
     stdout = _create_pretraining_data(tmp_path / "long.txt", tmp_path / "long.tfrecord")
     assert "documents: 2 (70,000 sentences, 0 lines skipped, 1 longer than 65,536 lines split)" \
         in stdout
+
+
+def test_a_reader_checkpointed_with_lines_waiting_resumes_where_it_was(tmp_path):
+    """Training checkpoints the data iterator: the lines waiting in the reader's state (a
+    `tf.TensorArray`) are saved and restored with it."""
+    (tmp_path / "c.txt").write_text("".join(
+        "".join(f"doc {d} line {i}\n" for i in range(d % 13 * 40 + 1)) + "\n" for d in range(400)))
+    windows = document_windows(str(tmp_path / "c.txt"), 8)
+    iterator = iter(windows)
+    for _ in range(3):
+        next(iterator)
+    saved = tf.train.Checkpoint(iterator=iterator).save(str(tmp_path / "checkpoint"))
+    expected = [next(iterator).to_list() for _ in range(3)]
+    restored = iter(windows)
+    tf.train.Checkpoint(iterator=restored).restore(saved)
+    assert [next(restored).to_list() for _ in range(3)] == expected
