@@ -287,7 +287,9 @@ def rename(source, destination, overwrite=False):
 def open_file(path, mode="r", encoding="utf-8", errors=None, newline=None):
     """`open(path, mode)` on any file system; text modes decode with `encoding`.
 
-    A remote file opened for reading that is not there raises `FileNotFoundError` at once.
+    A remote file opened for reading that is not there raises `FileNotFoundError` at once. A
+    remote binary file reads and splits lines as a local one does (TensorFlow's own `GFile`
+    drops every `\\r` from the lines it gives).
     """
     if is_local(path):
         if "b" in mode:
@@ -298,10 +300,10 @@ def open_file(path, mode="r", encoding="utf-8", errors=None, newline=None):
     if "w" in mode:
         _clear_for_writing(path)
     binary_mode = mode.replace("t", "").replace("b", "") + "b"
-    binary = _gfile().GFile(path, binary_mode)
+    raw = _RawGFile(_gfile().GFile(path, binary_mode))
     if "b" in mode:
-        return binary
-    return io.TextIOWrapper(_RawGFile(binary), encoding=encoding, errors=errors, newline=newline)
+        return io.BufferedReader(raw) if "r" in mode else io.BufferedWriter(raw)
+    return io.TextIOWrapper(raw, encoding=encoding, errors=errors, newline=newline)
 
 
 class _RawGFile(io.RawIOBase):

@@ -75,6 +75,18 @@ def test_writing_and_copying_over_a_remote_file_replace_it(ram_folder, tmp_path)
         file_system.copy(str(tmp_path / "local.txt"), path, overwrite=False)
 
 
+def test_remote_binary_lines_are_the_local_ones(ram_folder, tmp_path):
+    content = b"tab\tand cr\r\ncr\rinside\nlast"
+    (tmp_path / "local.bin").write_bytes(content)
+    remote = file_system.join(ram_folder, "remote.bin")
+    with file_system.open_file(remote, "wb") as file:
+        file.write(content)
+    with open(tmp_path / "local.bin", "rb") as local, file_system.open_file(remote, "rb") as file:
+        assert list(file) == list(local) == [b"tab\tand cr\r\n", b"cr\rinside\n", b"last"]
+    with file_system.open_file(remote, "rb") as file:
+        assert file.read(5) == b"tab\ta" and file.read() == content[5:]
+
+
 def test_missing_remote_file_is_a_python_error_naming_it(ram_folder):
     missing = file_system.join(ram_folder, "vocab.txt")
     with pytest.raises(FileNotFoundError, match="vocab.txt"):

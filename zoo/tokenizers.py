@@ -1,8 +1,8 @@
 """Which tokenizer each preset uses, with which settings and special tokens."""
 
 import dataclasses
-import os
 
+from kerasbert import file_system
 from kerasbert.tokenizers import BytePairTokenizer, WordPieceTokenizer, load_sentence_piece_tokenizer
 from kerasbert.tokenizers.from_hf import read_vocab_txt
 from kerasbert.zoo.presets import PRESETS
@@ -65,12 +65,13 @@ def build_tokenizer(preset, vocabulary_dir):
     ('BytePairTokenizer', 0, 1)
     """
     spec = tokenizer_spec(preset)
-    missing = [name for name in spec.files() if not os.path.isfile(os.path.join(vocabulary_dir, name))]
+    missing = [name for name in spec.files()
+               if not file_system.isfile(file_system.join(vocabulary_dir, name))]
     if missing:
         raise FileNotFoundError(f"{preset} needs {list(spec.files())} in {vocabulary_dir!r}; "
                                 f"missing {missing}")
     kwargs = {**spec.options, **{f"{name}_token": token for name, token in spec.special_tokens.items()}}
-    paths = [os.path.join(vocabulary_dir, name) for name in spec.files()]
+    paths = [file_system.join(vocabulary_dir, name) for name in spec.files()]
     if spec.kind == "wordpiece":
         return WordPieceTokenizer(read_vocab_txt(paths[0]), source=paths[0], **kwargs)
     if spec.kind == "byte_pair":

@@ -45,9 +45,11 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
+from kerasbert import file_system  # noqa: E402
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 
-from kerasbert.data.corpus import BAD_LINE_POLICIES, FORMATS, CorpusStats, corpus_files  # noqa: E402
+from kerasbert.data.corpus import (BAD_LINE_POLICIES, FORMATS, MAX_DOCUMENT_LINES,  # noqa: E402
+                                   CorpusStats, corpus_files)
 from kerasbert.data.empty_shards import EmptyShard, ShareCounts, not_empty  # noqa: E402
 from kerasbert.data.manifest import (combined_manifest, finish_intent, manifest_path,  # noqa: E402
                                      read_manifest, start_intent, task_manifest,
@@ -181,7 +183,7 @@ def _manifest_flags():
 
 def _finished(own_manifest, own_paths):
     """Whether this task's manifest exists, was made with these flags, and its shards are present."""
-    if not os.path.exists(own_manifest):
+    if not file_system.exists(own_manifest):
         return False
     previous = read_manifest(own_manifest)
     flags_now = _manifest_flags()
@@ -190,7 +192,7 @@ def _finished(own_manifest, own_paths):
     if changed:
         raise ValueError(f"{own_manifest} was written with other values of --{', --'.join(changed)}; "
                          "give another --output_file or remove the old files first")
-    return all(os.path.exists(path) for path in own_paths)
+    return all(file_system.exists(path) for path in own_paths)
 
 
 def _write_combined_manifest():
@@ -202,7 +204,7 @@ def _write_combined_manifest():
     path = manifest_path(FLAGS.output_file)
     while True:
         combined = combined_manifest(FLAGS.output_file, FLAGS.num_tasks)
-        if not os.path.exists(path) or read_manifest(path) != combined:
+        if not file_system.exists(path) or read_manifest(path) != combined:
             write_manifest(path, combined)
         if combined_manifest(FLAGS.output_file, FLAGS.num_tasks) == combined:
             break
@@ -293,7 +295,9 @@ class Summary:
         # Each copy reads the corpus again (and, sharded by window, each shard reads it all).
         reads = copies * (max(self.shards_built, 1) if self.window_sharded else 1)
         print(f"documents: {counts['documents'] // reads:,} ({counts['sentences'] // reads:,} "
-              f"sentences, {counts['skipped_lines'] // reads:,} lines skipped) x {copies} copies")
+              f"sentences, {counts['skipped_lines'] // reads:,} lines skipped, "
+              f"{counts['split_documents'] // reads:,} longer than {MAX_DOCUMENT_LINES:,} lines "
+              f"split) x {copies} copies")
         print(f"instances: {self.instances:,}  tokens: {self.tokens:,}  "
               f"masked: {self.masked:,} ({self.masked / max(self.tokens, 1):.2%} of tokens)")
         if FLAGS.objective in ("nsp", "sop"):

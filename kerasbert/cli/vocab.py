@@ -1,6 +1,5 @@
 """`kerasbert-vocab`: train a tokenizer vocabulary from text files."""
 
-import glob
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -8,6 +7,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 from absl import app, flags  # noqa: E402
 
+from kerasbert import file_system  # noqa: E402
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 from kerasbert.tokenizers import vocabulary_training  # noqa: E402
 from kerasbert.tokenizers.text_files import count_lines  # noqa: E402
@@ -30,9 +30,9 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     for pattern in FLAGS.input_files:
-        if not glob.glob(pattern):
+        if not file_system.glob(pattern):
             raise FileNotFoundError(f"--input_files: no file matches {pattern}")
-    files = sorted({path for pattern in FLAGS.input_files for path in glob.glob(pattern)})
+    files = sorted({path for pattern in FLAGS.input_files for path in file_system.glob(pattern)})
     bar = keras.utils.Progbar(count_lines(files), unit_name="line")
     options = {key: value for key, value in (("lowercase", FLAGS.lowercase),
                                              ("reserved_tokens", FLAGS.reserved_tokens))

@@ -17,6 +17,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
 from kerasbert.data.passes import batches_of, example_passes
 from kerasbert.data.task_errors import TaskDataError
@@ -75,7 +76,7 @@ def read_conll(path, labels=None, columns=4, encoding="utf-8"):
         words.clear()
         tags.clear()
 
-    with open(path, "rb") as file:
+    with file_system.open_file(path, "rb") as file:
         for number, raw in enumerate(file, start=1):
             try:
                 line = raw.decode(encoding)

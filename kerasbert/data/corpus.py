@@ -11,14 +11,18 @@ Policy for bad input: empty documents (several blank lines in a row) and
 empty files give nothing; a line that is not valid UTF-8, or longer than
 `max_line_bytes`, is skipped and counted (`bad_lines="skip"`) or stops the
 run with an error that names the file and the line (`bad_lines="fail"`).
-Files are plain or gzip (detected from their first bytes).
+A "documents" document longer than `max_document_lines` lines (default
+`MAX_DOCUMENT_LINES`; a file without blank lines, say) is cut into documents
+of that many lines (the last one shorter), counted as split in `CorpusStats`.
+Files are plain or gzip (detected from their first bytes), local or on any of TensorFlow's file
+systems (`kerasbert.file_system`).
 """
 
-import glob
 import os
 
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.data.sentence_split import split_sentences
 from kerasbert.tokenizers.text_files import is_gzip
 
@@ -28,22 +32,32 @@ BAD_LINE_POLICIES = ("skip", "fail")
 _CHUNK_LINES = 1024
 # Put after a file's last line (lines that are not UTF-8 never reach that far).
 _FILE_END = b"\xff"
+# The longest "documents" document, in lines (sentences). About twice the sentences of a long
+# novel as one document (War and Peace: some 590,000 words, at most about 30,000 sentences) and
+# far more than a Wikipedia article has (hundreds, a few thousand at most): no real document is
+# cut, while a file without blank lines is read as documents of this many lines instead of one
+# that grows without bound. A cut moves at most one instance boundary (an instance takes
+# consecutive sentences up to `max_seq_length` tokens, a few dozen lines).
+MAX_DOCUMENT_LINES = 1 << 16
 
 
 class CorpusStats:
-    """Counts kept while a corpus is read: documents, sentences, skipped lines, and (counted by
-    `kerasbert.data.pretraining.instance_batches` when it tokenizes them) the documents whose
-    text gives not one token (control characters, say).
+    """Counts kept while a corpus is read: documents, sentences, skipped lines, the documents
+    longer than `MAX_DOCUMENT_LINES` that were cut (each counted once; its pieces count as
+    documents), and (counted by `kerasbert.data.pretraining.instance_batches` when it
+    tokenizes them) the documents whose text gives not one token (control characters, say).
 
     The counters are `tf.Variable`s that the `tf.data` pipeline adds to, so
     they are correct once the dataset has been iterated (in any order).
 
     >>> stats = CorpusStats()
-    >>> stats.as_dict()
-    {'documents': 0, 'sentences': 0, 'skipped_lines': 0, 'documents_without_tokens': 0}
+    >>> stats.as_dict()  # doctest: +NORMALIZE_WHITESPACE
+    {'documents': 0, 'sentences': 0, 'skipped_lines': 0, 'documents_without_tokens': 0,
+     'split_documents': 0}
     """
 
-    names = ("documents", "sentences", "skipped_lines", "documents_without_tokens")
+    names = ("documents", "sentences", "skipped_lines", "documents_without_tokens",
+             "split_documents")
 
     def __init__(self):
         self._counters = {name: tf.Variable(0, dtype=tf.int64, trainable=False, name=name)
@@ -74,15 +88,15 @@ def corpus_files(file_patterns):
     files = set()
     for pattern in file_patterns:
         pattern = os.fspath(pattern)
-        matched = glob.glob(pattern)
+        matched = file_system.glob(pattern)
         if not matched:
             raise FileNotFoundError(f"No corpus file matches {pattern!r}")
-        directories = [path for path in matched if os.path.isdir(path)]
+        directories = [path for path in matched if file_system.isdir(path)]
         if directories:
             raise IsADirectoryError(f"Corpus pattern {pattern!r} matches directory "
                                     f"{directories[0]!r}; give the files (e.g. {directories[0]}/*)")
         files.update(matched)
-    return sorted(path for path in files if os.path.getsize(path) > 0)
+    return sorted(path for path in files if file_system.getsize(path) > 0)
 
 
 def document_dataset(file_patterns, **kwargs):
@@ -101,7 +115,7 @@ def document_dataset(file_patterns, **kwargs):
 
 def document_windows(file_patterns, window_size=64, format="documents", bad_lines="skip",
                      max_line_bytes=1 << 20, stats=None, input_context=None,
-                     num_parallel_files=4):
+                     num_parallel_files=4, max_document_lines=MAX_DOCUMENT_LINES):
     """The documents of the corpus in groups ("windows") of about `window_size`.
 
     Each element is a ragged tf.string `[documents, sentences]` holding at
@@ -120,6 +134,8 @@ def document_windows(file_patterns, window_size=64, format="documents", bad_line
         input_context: a `tf.distribute.InputContext`: with at least as many
             files as input pipelines, each pipeline reads its own files.
         num_parallel_files: files read at once (their windows alternate).
+        max_document_lines: the longest `"documents"` document; longer ones are cut into
+            documents of this many lines (see `MAX_DOCUMENT_LINES`).
 
     >>> import kerasbert.data.demo
     >>> windows = document_windows(kerasbert.data.demo.pretraining_corpus_files(), 16)
@@ -135,6 +151,8 @@ def document_windows(file_patterns, window_size=64, format="documents", bad_line
         raise ValueError(f"max_line_bytes must be positive, got {max_line_bytes}")
     if window_size < 1:
         raise ValueError(f"window_size must be positive, got {window_size}")
+    if max_document_lines < 1:
+        raise ValueError(f"max_document_lines must be positive, got {max_document_lines}")
     files = corpus_files(file_patterns)
     if not files:
         raise ValueError(f"The corpus files {file_patterns} are all empty")
@@ -157,9 +175,10 @@ def document_windows(file_patterns, window_size=64, format="documents", bad_line
             path, numbers, text, bad_lines, max_line_bytes, stats))
         # The end of the file ends its last document and window.
         chunks = chunks.concatenate(tf.data.Dataset.from_tensors(tf.constant([_FILE_END])))
-        grouped = chunks.scan(tf.constant([], tf.string),
-                              lambda carried, text: _group_documents(carried, text, window_size))
-        windows = grouped.map(lambda values, lengths: _kept_documents(values, lengths, stats))
+        grouped = chunks.scan(_nothing_waiting(), lambda waiting, text: _group_documents(
+            waiting, text, window_size, max_document_lines))
+        windows = grouped.map(lambda values, lengths, split: _kept_documents(
+            values, lengths, split, stats))
         return windows.filter(lambda documents: documents.nrows() > 0)
 
     sources = tf.data.Dataset.from_tensor_slices(
@@ -189,32 +208,73 @@ def _checked_lines(path, numbers, lines, bad_lines, max_line_bytes, stats):
         return tf.boolean_mask(lines, good)
 
 
-def _group_documents(carried, lines, window_size):
-    """scan step: (lines not yet given out, next lines) -> (lines kept, finished documents).
+def _nothing_waiting():
+    """The state of `_group_documents` at the start of a file."""
+    return (tf.TensorArray(tf.string, size=0, dynamic_size=True, infer_shape=False,
+                           element_shape=[None]),
+            tf.zeros([0], tf.int64), tf.constant(0, tf.int64))
 
-    Finished documents (all their sentences, sentences per document) are given out once
-    there are `window_size` of them, or at the end of the file; until then they are kept.
+
+def _group_documents(waiting, lines, window_size, max_document_lines):
+    """scan step: (lines waiting, next lines) -> (lines waiting, (the sentences of the documents
+    given out, their lengths, documents cut here)).
+
+    A document ends at a blank line, and after `max_document_lines` lines (the run of lines
+    goes on as a new document; its first cut counts the document as split). Finished documents
+    are given out once there are `window_size` of them, or at the end of the file; until then
+    they wait. The state holds the waiting lines as a `tf.TensorArray` of the chunks' text lines
+    (appended to, joined once per window, so reading stays linear in the lines however long
+    a document is), the lengths of the finished documents waiting, and how many text lines
+    the run since the last blank line has so far.
     """
-    lines = tf.concat([carried, lines], axis=0)
+    chunks, finished, run_lines = waiting
     file_end = tf.reduce_any(tf.equal(lines, _FILE_END))
     blank = tf.equal(tf.strings.length(tf.strings.strip(lines)), 0) | tf.equal(lines, _FILE_END)
-    document = tf.cumsum(tf.cast(blank, tf.int32))
-    finished = tf.reduce_sum(tf.cast(blank, tf.int32))
-    # Empty documents (blank lines in a row) do not count towards the window.
-    nonempty = tf.size(tf.unique(tf.boolean_mask(document, ~blank & (document < finished)))[0])
-    finished = tf.where(file_end | (nonempty >= window_size), finished, 0)
-    done = ~blank & (document < finished)
-    rest = (document >= finished) & ~tf.equal(lines, _FILE_END)
-    lengths = tf.math.bincount(tf.boolean_mask(document, done), minlength=finished,
-                               maxlength=finished)
-    return tf.boolean_mask(lines, rest), (tf.boolean_mask(lines, done), lengths)
+    text = tf.boolean_mask(lines, ~blank)
+    positions = tf.range(tf.size(lines, tf.int64))
+    # Each text line's place in its run (1 = first): the run carried in goes on until the
+    # chunk's first blank line.
+    blanks_before = tf.boolean_mask(tf.cumsum(tf.cast(blank, tf.int64)), ~blank)
+    index = tf.range(tf.size(text, tf.int64))
+    run_start = tf.gather(tf.math.segment_min(index, blanks_before), blanks_before)
+    place = index - run_start + 1 + tf.where(blanks_before == 0, run_lines, 0)
+    starts_document = tf.math.floormod(place - 1, max_document_lines) == 0
+    split = tf.reduce_sum(tf.cast(place == max_document_lines + 1, tf.int64))
+    # Document 0 is the one carried in (its lines waiting already), 1, 2, ... start here.
+    document = tf.cumsum(tf.cast(starts_document, tf.int32))
+    lengths = tf.math.bincount(document, minlength=1, dtype=tf.int64)
+    lengths = tf.tensor_scatter_nd_add(
+        lengths, [[0]], [tf.math.floormod(run_lines, max_document_lines)])
+    last_blank = tf.reduce_max(tf.where(blank, positions, -1))
+    run_lines = tf.where(last_blank >= 0,
+                         tf.reduce_sum(tf.cast(~blank & (positions > last_blank), tf.int64)),
+                         run_lines + tf.size(text, tf.int64))
+    open_lines = tf.math.floormod(run_lines, max_document_lines)
+    done = lengths[:tf.size(lengths) - tf.cast(open_lines > 0, tf.int32)]
+    finished = tf.concat([finished, tf.boolean_mask(done, done > 0)], 0)
+    chunks = chunks.write(chunks.size(), text)
+
+    def give_out():
+        waiting_lines = chunks.concat()
+        given = tf.reduce_sum(finished)
+        rest = _nothing_waiting()[0].write(0, waiting_lines[given:])
+        return (rest, tf.zeros([0], tf.int64)), (waiting_lines[:given], finished)
+
+    def keep():
+        return (chunks, finished), (tf.constant([], tf.string), tf.zeros([0], tf.int64))
+
+    (chunks, finished), (sentences, given_lengths) = tf.cond(
+        file_end | (tf.size(finished) >= window_size), give_out, keep)
+    return (chunks, finished, run_lines), (sentences, given_lengths, split)
 
 
-def _kept_documents(sentences, lengths, stats):
-    """Ragged `[documents, sentences]` of the non-empty documents, counted in `stats`."""
-    documents = tf.RaggedTensor.from_row_lengths(sentences, tf.cast(lengths, tf.int64))
-    documents = tf.gather(documents, tf.where(lengths > 0)[:, 0])
-    return _counted(documents, stats)
+def _kept_documents(sentences, lengths, split, stats):
+    """Ragged `[documents, sentences]`, counted in `stats` (with the documents `split`)."""
+    documents = tf.RaggedTensor.from_row_lengths(sentences, lengths)
+    if stats is None:
+        return documents
+    with tf.control_dependencies([stats.add("split_documents", split)]):
+        return _counted(documents, stats)
 
 
 def _paragraph_documents(lines, stats):

@@ -19,18 +19,18 @@ still raises.
 """
 
 import dataclasses
-import gzip
 import logging
 import math
-import os
 
 import numpy as np
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
 from kerasbert.data.glue_tasks import get_task
 from kerasbert.data.passes import batches_of, example_passes
 from kerasbert.data.task_errors import TaskDataError
+from kerasbert.tokenizers.text_files import open_decompressed
 
 BAD_LINE_POLICIES = ("fail", "skip")
 PREDICTIONS_HEADER = "index\tprediction"
@@ -64,7 +64,7 @@ def glue_examples(task, path, split=None, *, bad_lines=None):
     one whose official file name `path` has. `bad_lines` ("fail" or "skip") defaults to the
     task's policy. Raises `TaskDataError` (file and line in the message) on malformed data.
 
-    >>> import tempfile
+    >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "dev.tsv")
     >>> with open(path, "w") as f:
     ...     _ = f.write("index\\tquestion\\tsentence\\tlabel\\n"
@@ -132,7 +132,7 @@ def glue_dataset(task, path, tokenizer, max_seq_length=128, batch_size=32, shuff
     To map predictions back to examples, read them with `glue_examples` (same order):
     `example_index` in each batch is the position of the example in that list.
 
-    >>> import tempfile, kerasbert.data.demo, kerasbert.zoo
+    >>> import os, tempfile, kerasbert.data.demo, kerasbert.zoo
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
     ...     "bert_tiny_uncased", kerasbert.data.demo.vocabulary_dir("wordpiece"))
     >>> path = os.path.join(tempfile.mkdtemp(), "train.tsv")
@@ -213,7 +213,7 @@ def write_dev_predictions(path, task, examples, predictions):
     `predictions` are label ids (or scores for regression, written with 3 decimals, unclipped).
     The file appears complete or not at all. Returns `path`.
 
-    >>> import tempfile
+    >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "dev_predictions.tsv")
     >>> examples = [GlueExample("4", "a", "b", "entailment", 2)]
     >>> open(write_dev_predictions(path, "qnli", examples, [1])).read().splitlines()
@@ -229,7 +229,7 @@ def write_test_predictions(output_dir, task, split, examples, predictions):
     `MNLI-m.tsv`), with header `index<TAB>prediction`, the test file's indices, labels written as
     in the data files (MNLI and QNLI/RTE as words) and STS-B scores clipped to [0, 5].
 
-    >>> import tempfile
+    >>> import os, tempfile
     >>> examples = [GlueExample("0", "a", "b", None, 2), GlueExample("1", "c", "d", None, 3)]
     >>> path = write_test_predictions(tempfile.mkdtemp(), "stsb", "test", examples, [5.72, 2.5])
     >>> os.path.basename(path), open(path).read().splitlines()
@@ -240,7 +240,7 @@ def write_test_predictions(output_dir, task, split, examples, predictions):
     if submission_file is None:
         raise ValueError(f"{task.name} split {split!r} has no GLUE submission file; splits with "
                          f"one: {[n for n, s in task.splits.items() if s.submission_file]}")
-    return _write_predictions(os.path.join(output_dir, submission_file), task, examples,
+    return _write_predictions(file_system.join(output_dir, submission_file), task, examples,
                               predictions, clip=True)
 
 
@@ -266,7 +266,7 @@ def _numbered_lines(path):
     Lines end at "\\n" only (a stray "\\r" inside a field stays there); a "\\r\\n" ending and a
     byte-order mark are removed.
     """
-    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as file:
+    with open_decompressed(path, gzipped=path.endswith(".gz")) as file:
         for number, raw in enumerate(file, 1):
             try:
                 line = raw.decode("utf-8")

@@ -30,6 +30,7 @@ import dataclasses
 import os
 import types
 
+from kerasbert import file_system
 from kerasbert.data import demo
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +125,7 @@ class GlueTask:
 
         Raises ValueError if the name is not one of the task's official names.
         """
-        base = os.path.basename(path)
+        base = file_system.basename(path)
         for name, split in self.splits.items():
             if split.file_name == base:
                 return name

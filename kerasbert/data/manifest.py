@@ -24,10 +24,10 @@ import contextlib
 import glob
 import hashlib
 import json
-import os
 
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
 from kerasbert.json_files import read_json_file
 
@@ -61,13 +61,14 @@ def shard_entry(path, input_files, compression=None):
     """What the manifest says of one shard: its file name (relative to the manifest), the corpus
     files it was made from, instances, bytes and sha256."""
     digest = hashlib.sha256()
-    with open(path, "rb") as file:
+    with file_system.open_file(path, "rb") as file:
         for chunk in iter(lambda: file.read(_CHUNK_BYTES), b""):
             digest.update(chunk)
     records = tf.data.TFRecordDataset(path, compression_type=compression or "")
     instances = int(records.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
-    return {"path": os.path.basename(path), "input_files": list(input_files), "instances": instances,
-            "bytes": os.path.getsize(path), "sha256": digest.hexdigest()}
+    return {"path": file_system.basename(path), "input_files": list(input_files),
+            "instances": instances, "bytes": file_system.getsize(path),
+            "sha256": digest.hexdigest()}
 
 
 def task_manifest(shard_inputs, seed, flags, task_index, num_tasks, compression=None):
@@ -84,7 +85,7 @@ def combined_manifest(output_file, num_tasks):
     parts = []
     for index in range(num_tasks):
         path = task_manifest_path(output_file, index, num_tasks)
-        if os.path.exists(path):
+        if file_system.exists(path):
             parts.append((path, read_manifest(path)))
     if not parts:
         raise ValueError(f"No task manifest of {output_file} to combine")
@@ -150,18 +151,19 @@ def start_intent(output_file, flags, input_files, started_shards):
     """
     intent = {"version": MANIFEST_VERSION, "flags": {
         name: _absolute(value) if name in _PATH_FLAGS else value for name, value in flags.items()},
-        "input_files": [os.path.abspath(path) for path in input_files]}
+        "input_files": [file_system.absolute(path) for path in input_files]}
     path = intent_path(output_file)
-    if not os.path.exists(path):
+    if not file_system.exists(path):
         if started_shards and not _made_with(output_file, flags):
             raise ValueError(
-                f"{output_file} is unfinished ({', '.join(map(os.path.basename, started_shards))} "
-                f"present, no manifest) and has no {os.path.basename(path)}, so what it was made "
+                f"{output_file} is unfinished "
+                f"({', '.join(map(file_system.basename, started_shards))} present, no manifest) "
+                f"and has no {file_system.basename(path)}, so what it was made "
                 "with is unknown; remove its shards or give another --output_file")
         write_atomically(path, json.dumps(intent, indent=1, sort_keys=True) + "\n")
         return True
     try:
-        with open(path, encoding="utf-8") as file:
+        with file_system.open_file(path, encoding="utf-8") as file:
             recorded = json.load(file)
         recorded_flags, recorded_inputs = recorded["flags"], recorded["input_files"]
     except (OSError, ValueError, KeyError, TypeError) as error:
@@ -186,8 +188,8 @@ def start_intent(output_file, flags, input_files, started_shards):
 def _made_with(output_file, flags):
     """Whether a manifest beside `output_file` (the data set's or a task's) lists these flags."""
     pattern = f"{glob.escape(output_file)}.task-*-of-*.manifest.json"
-    for path in [manifest_path(output_file), *sorted(glob.glob(pattern))]:
-        if os.path.exists(path) and read_manifest(path)["flags"] == json.loads(json.dumps(flags)):
+    for path in [manifest_path(output_file), *file_system.glob(pattern)]:
+        if file_system.exists(path) and read_manifest(path)["flags"] == json.loads(json.dumps(flags)):
             return True
     return False
 
@@ -195,7 +197,7 @@ def _made_with(output_file, flags):
 def finish_intent(output_file):
     """Remove the intent of a data set whose manifest says it is complete."""
     with contextlib.suppress(FileNotFoundError):
-        os.remove(intent_path(output_file))
+        file_system.remove(intent_path(output_file))
 
 
 def _absolute(value):
@@ -203,7 +205,7 @@ def _absolute(value):
         return None
     if isinstance(value, (list, tuple)):
         return [_absolute(item) for item in value]
-    return value if "://" in value else os.path.abspath(value)
+    return file_system.absolute(value)
 
 
 def _shown(value):

@@ -42,6 +42,8 @@ import uuid
 
 import tensorflow as tf
 
+from kerasbert import file_system
+
 PARALLEL_EPOCHS = "parallel_epochs"
 DISTRIBUTED_EPOCH = "distributed_epoch"
 
@@ -105,7 +107,7 @@ def start_dispatcher(port, work_dir):
     if not work_dir:
         raise ValueError("--work_dir is required: the dispatcher journals its state there to "
                          "survive restarts")
-    os.makedirs(work_dir, exist_ok=True)
+    file_system.makedirs(work_dir)
     return tf.data.experimental.service.DispatchServer(
         tf.data.experimental.service.DispatcherConfig(port=port, work_dir=work_dir,
                                                       fault_tolerant_mode=True))

@@ -19,6 +19,7 @@ import dataclasses
 import json
 import typing
 
+from kerasbert import file_system
 from kerasbert.data.task_errors import TaskDataError
 
 
@@ -76,7 +77,7 @@ def read_squad(path):
     [('a', (SquadAnswer(text='Paris', start=0),), False), ('b', (), True)]
     """
     try:
-        with open(path, encoding="utf-8") as file:
+        with file_system.open_file(path, encoding="utf-8") as file:
             data = json.load(file)
     except UnicodeDecodeError as error:
         raise TaskDataError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})"

@@ -23,10 +23,10 @@ import collections
 import dataclasses
 import json
 import math
-import os
 
 import numpy as np
 
+from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
 
 PREDICTIONS_FILE = "predictions.json"
@@ -121,7 +121,7 @@ def write_squad_predictions(output_dir, predictions):
     writes it (4-space indent); each file is written under a temporary name and
     renamed. Returns the paths written.
 
-    >>> import tempfile
+    >>> import os, tempfile
     >>> paths = write_squad_predictions(tempfile.mkdtemp(), SquadPredictions(
     ...     {"q": "Paris"}, {"q": [{"text": "Paris", "probability": 1.0, "start_logit": 2.0,
     ...                             "end_logit": 3.0}]}, {"q": -5.0}))
@@ -133,7 +133,7 @@ def write_squad_predictions(output_dir, predictions):
     contents = [(PREDICTIONS_FILE, predictions.texts), (NBEST_FILE, predictions.nbest)]
     if predictions.null_odds is not None:
         contents.append((NULL_ODDS_FILE, predictions.null_odds))
-    return [write_atomically(os.path.join(output_dir, name),
+    return [write_atomically(file_system.join(output_dir, name),
                              json.dumps(values, indent=4, allow_nan=False) + "\n")
             for name, values in contents]
 

@@ -18,6 +18,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
 from kerasbert.data.passes import batches_of, example_passes
 from kerasbert.data.task_errors import TaskDataError
@@ -70,7 +71,7 @@ def swag_examples(path, labelled=None):
     >>> [(e.index, e.pairs()[0], e.label) for e in swag_examples(path)]
     [('5', ('A man smiles.', 'He waves.'), 0)]
     """
-    with open(path, "rb") as file:
+    with file_system.open_file(path, "rb") as file:
         reader = csv.reader(_decoded_lines(file, path), strict=True)
         records = _numbered_records(reader, path)
         number, header = next(records, (1, None))

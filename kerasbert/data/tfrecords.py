@@ -6,13 +6,15 @@ TF Model Garden's script load here and ours load there. In memory an instance is
 names: "token_ids" (Google's "input_ids"), "padding_mask" ("input_mask"), "segment_ids",
 "masked_lm_positions", "masked_lm_ids", "masked_lm_weights" and "next_sentence_labels" (a scalar).
 
-Files are written atomically: a file at its final name is always complete.
+Files are written atomically: a file at its final name is always complete. Paths may be local or
+on any of TensorFlow's file systems (`kerasbert.file_system`).
 """
 
 import os
 
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.atomic_files import TemporarySibling
 
 GOOGLE_FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
@@ -193,10 +195,10 @@ def shard_paths(output_file, num_shards):
         raise ValueError(f"num_shards must be a positive integer, got {num_shards!r}")
     if num_shards == 1:
         return [output_file]
-    directory, name = os.path.split(output_file)
+    directory, name = file_system.dirname(output_file), file_system.basename(output_file)
     dot = name.find(".", 1)
     stem, extension = (name, "") if dot < 0 else (name[:dot], name[dot:])
-    return [os.path.join(directory, f"{stem}-{index:05d}-of-{num_shards:05d}{extension}")
+    return [file_system.join(directory, f"{stem}-{index:05d}-of-{num_shards:05d}{extension}")
             for index in range(num_shards)]
 
 
@@ -210,7 +212,7 @@ def completed_shards(paths):
     >>> completed_shards(paths)
     [False, True]
     """
-    return [os.path.isfile(path) for path in paths]
+    return [file_system.isfile(path) for path in paths]
 
 
 def _matching_files(file_patterns):
@@ -223,7 +225,7 @@ def _matching_files(file_patterns):
         raise FileNotFoundError("no file patterns given")
     files = set()
     for pattern in patterns:
-        matches = tf.io.gfile.glob(os.fspath(pattern))
+        matches = file_system.glob(os.fspath(pattern))
         if not matches:
             raise FileNotFoundError(f"no files match {os.fspath(pattern)!r}")
         files.update(matches)

@@ -1,11 +1,11 @@
 """RoBERTa / GPT-2 byte-level BPE tokenization, in the TensorFlow graph."""
 
 import json
-import os
 
 import keras
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.tokenizers.base import Tokenizer, VocabularyError, vocabulary_from_ids
 from kerasbert.tokenizers.text_inputs import to_text_tensor
 
@@ -66,9 +66,9 @@ def read_vocabulary_json(path):
     file that is not a JSON object of token -> integer id, a token listed
     twice, two tokens sharing an id, or ids that are not exactly 0..n-1.
     """
-    if not os.path.isfile(path):
+    if not file_system.isfile(path):
         raise FileNotFoundError(f"vocabulary file {path} does not exist")
-    with open(path, encoding="utf-8") as file:
+    with file_system.open_file(path, encoding="utf-8") as file:
         text = file.read()
 
     def no_duplicate_keys(pairs):
@@ -97,10 +97,10 @@ def read_merges_txt(path):
     (`\\n` or `\\r\\n`); any other line must be two tokens separated by one
     space (`VocabularyError` naming the line otherwise, as Hugging Face does).
     """
-    if not os.path.isfile(path):
+    if not file_system.isfile(path):
         raise FileNotFoundError(f"merges file {path} does not exist")
     merges = []
-    with open(path, encoding="utf-8", newline="") as file:
+    with file_system.open_file(path, encoding="utf-8", newline="") as file:
         for number, line in enumerate(file, start=1):
             line = line.removesuffix("\n").removesuffix("\r")
             if number == 1 and line.startswith("#version"):
@@ -628,7 +628,7 @@ def _rules_are_consistent(ranks, merged_ids):
 
 
 def _has_version_header(path):
-    with open(path, encoding="utf-8") as file:
+    with file_system.open_file(path, encoding="utf-8") as file:
         return file.readline().startswith("#version")
 
 

@@ -19,6 +19,7 @@ import tempfile
 import sentencepiece
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
 from kerasbert.tokenizers.byte_pair import bytes_to_unicode, pre_tokenize
 from kerasbert.tokenizers.text_files import check_text_files, line_dataset, report_progress
@@ -89,10 +90,10 @@ def train_byte_pair(files, vocab_size, lowercase=False, reserved_tokens=RESERVED
         vocabulary.setdefault(left + right, len(vocabulary))
 
     output_dir = output_dir or tempfile.mkdtemp(prefix="byte_pair_")
-    vocab_path = write_atomically(os.path.join(output_dir, "vocab.json"),
+    vocab_path = write_atomically(file_system.join(output_dir, "vocab.json"),
                                   json.dumps(vocabulary, ensure_ascii=False))
     merges_text = "#version: 0.2\n" + "".join(f"{left} {right}\n" for left, right in merges)
-    merges_path = write_atomically(os.path.join(output_dir, "merges.txt"), merges_text)
+    merges_path = write_atomically(file_system.join(output_dir, "merges.txt"), merges_text)
     return vocab_path, merges_path
 
 

@@ -9,6 +9,7 @@ import tensorflow_text as tf_text
 from google.protobuf.message import DecodeError
 from sentencepiece import sentencepiece_model_pb2 as model_pb2
 
+from kerasbert import file_system
 from kerasbert.tokenizers.base import Tokenizer, VocabularyError
 from kerasbert.tokenizers.unicode_text import lowercase_per_character
 
@@ -306,12 +307,11 @@ def load_sentence_piece_tokenizer(path, **kwargs):
     the file.
     """
     path = os.fspath(path)
-    if os.path.isdir(path):
-        path = os.path.join(path, "spiece.model")
-    if not os.path.isfile(path):
+    if file_system.isdir(path):
+        path = file_system.join(path, "spiece.model")
+    if not file_system.isfile(path):
         raise FileNotFoundError(f"SentencePiece model {path!r} does not exist")
-    with open(path, "rb") as file:
-        proto = file.read()
+    proto = file_system.read_bytes(path)
     kwargs.setdefault("source", path)
     return SentencePieceTokenizer(proto, **kwargs)
 

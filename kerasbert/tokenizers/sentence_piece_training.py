@@ -1,11 +1,11 @@
 """Train an ALBERT-style SentencePiece model (`spiece.model`) from text files."""
 
 import io
-import os
 import re
 
 import sentencepiece
 
+from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
 from kerasbert.tokenizers.sentence_piece import parse_model_proto, preprocess
 from kerasbert.tokenizers.text_files import check_text_files, line_dataset, report_progress
@@ -110,5 +110,5 @@ def train_sentence_piece(files, vocab_size, lowercase=True, reserved_tokens=ALBE
         raise AssertionError(f"reserved tokens landed at the wrong ids: "
                              f"{pieces[:len(reserved_tokens)]} != {reserved_tokens}")
     if output_dir is not None:
-        write_atomically(os.path.join(output_dir, "spiece.model"), proto)
+        write_atomically(file_system.join(output_dir, "spiece.model"), proto)
     return proto

@@ -1,9 +1,18 @@
-"""Read the lines of plain or gzip-compressed text files, for vocabulary training."""
+"""Read the lines of plain or gzip-compressed text files, for vocabulary training and corpora.
 
+Paths may be local or on any of TensorFlow's file systems (`kerasbert.file_system`).
+"""
+
+import contextlib
 import gzip
+import io
 import os
 
 import tensorflow as tf
+
+from kerasbert import file_system
+
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def check_text_files(files):
@@ -13,23 +22,43 @@ def check_text_files(files):
     files = [os.fspath(path) for path in files]
     if not files:
         raise ValueError("No text files given")
-    missing = [path for path in files if not os.path.isfile(path)]
+    missing = [path for path in files if not file_system.isfile(path)]
     if missing:
         raise FileNotFoundError(f"Text file(s) not found: {missing}")
     return files
 
 
 def is_gzip(path):
-    with open(path, "rb") as file:
-        return file.read(2) == b"\x1f\x8b"
+    """Whether the file at `path` is gzip-compressed (by its first two bytes)."""
+    with file_system.open_file(path, "rb") as file:
+        return file.read(2) == _GZIP_MAGIC
+
+
+@contextlib.contextmanager
+def open_decompressed(path, gzipped):
+    """The bytes of the file at `path` as a binary file object, gunzipped when `gzipped`.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "lines.txt.gz")
+    >>> with gzip.open(path, "wb") as file:
+    ...     _ = file.write(b"one\\ntwo\\n")
+    >>> with open_decompressed(path, gzipped=True) as file:
+    ...     list(file)
+    [b'one\\n', b'two\\n']
+    """
+    with file_system.open_file(path, "rb") as raw:
+        if not gzipped:
+            yield raw
+            return
+        with gzip.GzipFile(fileobj=raw, mode="rb") as file:
+            yield file
 
 
 def iterate_lines(files):
     """Non-empty lines (without the newline) of every file, in order, as str."""
     for path in check_text_files(files):
-        opener = gzip.open if is_gzip(path) else open
-        with opener(path, "rt", encoding="utf-8") as file:
-            for line in file:
+        with open_decompressed(path, is_gzip(path)) as raw:
+            for line in io.TextIOWrapper(raw, encoding="utf-8"):
                 line = line.rstrip("\n")
                 if line.strip():
                     yield line

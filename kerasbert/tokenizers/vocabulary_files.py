@@ -2,6 +2,7 @@
 
 import os
 
+from kerasbert import file_system
 from kerasbert.tokenizers.byte_pair import BytePairTokenizer
 from kerasbert.tokenizers.from_hf import from_hf, read_vocab_txt
 from kerasbert.tokenizers.sentence_piece import load_sentence_piece_tokenizer
@@ -26,7 +27,7 @@ def load_tokenizer(vocab_file=None, merges_file=None, tokenizer_dir=None, lowerc
     if tokenizer_dir is not None:
         return from_hf(tokenizer_dir)
     vocab_file = os.fspath(vocab_file)
-    if not os.path.isfile(vocab_file):
+    if not file_system.isfile(vocab_file):
         raise FileNotFoundError(f"Vocabulary file {vocab_file!r} does not exist")
     if vocab_file.endswith(".json"):
         if merges_file is None:

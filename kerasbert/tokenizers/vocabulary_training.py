@@ -1,7 +1,6 @@
 """One entry point over the three vocabulary trainers, for the `kerasbert-vocab` binary."""
 
-import os
-
+from kerasbert import file_system
 from kerasbert.tokenizers.byte_pair_training import train_byte_pair
 from kerasbert.tokenizers.sentence_piece_training import train_sentence_piece
 from kerasbert.tokenizers.wordpiece_training import train_wordpiece
@@ -19,4 +18,4 @@ def train(kind, files, vocab_size, output_dir, progress=None, **options):
         raise ValueError(f"Unknown vocabulary kind {kind!r}; expected one of {sorted(TRAINERS)}")
     trainer, outputs = TRAINERS[kind]
     trainer(files, vocab_size, output_dir=output_dir, progress=progress, **options)
-    return [os.path.join(output_dir, name) for name in outputs]
+    return [file_system.join(output_dir, name) for name in outputs]

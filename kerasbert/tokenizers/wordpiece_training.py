@@ -1,7 +1,6 @@
 """Train a WordPiece vocabulary (`vocab.txt`) from text files."""
 
-import os
-
+from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
 from kerasbert.tokenizers.text_files import line_dataset, report_progress
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
@@ -48,5 +47,6 @@ def train_wordpiece(files, vocab_size, lowercase=True, reserved_tokens=WORDPIECE
         words, vocab_size, lowercase=False, strip_accents=False, split=False,
         reserved_tokens=list(reserved_tokens))
     if output_dir is not None:
-        write_atomically(os.path.join(output_dir, "vocab.txt"), "".join(token + "\n" for token in vocabulary))
+        write_atomically(file_system.join(output_dir, "vocab.txt"),
+                         "".join(token + "\n" for token in vocabulary))
     return vocabulary

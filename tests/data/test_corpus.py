@@ -24,7 +24,7 @@ def test_documents_are_blank_line_separated_sentences(tmp_path):
     assert _documents(str(tmp_path / "*"), stats=stats, num_parallel_files=1) == [
         ["One.", "Two."], ["Three."], ["Four.", "Five."], ["Six."], ["Seven."]]
     assert stats.as_dict() == {"documents": 5, "sentences": 7, "skipped_lines": 0,
-                               "documents_without_tokens": 0}
+                               "documents_without_tokens": 0, "split_documents": 0}
     assert corpus_files(str(tmp_path / "*")) == [str(tmp_path / "a.txt"),
                                                  str(tmp_path / "b.txt.gz")]
 
@@ -33,7 +33,7 @@ def test_whole_shipped_corpus_is_read():
     stats = CorpusStats()
     documents = _documents(kerasbert.data.demo.pretraining_corpus_files(), stats=stats)
     assert stats.as_dict() == {"documents": 734, "sentences": 18_639, "skipped_lines": 0,
-                               "documents_without_tokens": 0}
+                               "documents_without_tokens": 0, "split_documents": 0}
     assert len(documents) == 734 and all(documents)
 
 
