@@ -16,6 +16,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # mode makes any attempt to reach the Hugging Face hub fail instead of downloading.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# TensorFlow's GCS client reads its retry settings once, when it is imported: a request the test
+# emulator (tests/gcs_emulator.py) cannot serve fails after 2 quick retries, not 10 slow ones.
+os.environ.setdefault("GCS_RETRY_CONFIG_MAX_RETRIES", "2")
+os.environ.setdefault("GCS_RETRY_CONFIG_INIT_DELAY_TIME_US", "10000")
 
 import tensorflow as tf  # noqa: E402
 
