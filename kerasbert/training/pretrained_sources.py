@@ -146,7 +146,9 @@ def _model_from_pretraining(description, checkpoint):
     else:
         model = PretrainingModel(build_encoder(config), description["heads"])
     encoder = encoder_of(model)
-    stored = {name for name, _ in tf.train.list_variables(checkpoint)}
+    # The prefix is read as it is: `tf.train.list_variables` first asks whether it names a
+    # folder, which `ram://` answers yes for any prefix of stored names (`ckpt-4.index`).
+    stored = set(tf.compat.v1.train.NewCheckpointReader(checkpoint).get_variable_to_shape_map())
     missing = [weight.path for weight in encoder.weights
                if _checkpoint_key(weight) not in stored]
     if missing:
