@@ -147,8 +147,9 @@ def run_stage(stage, run_dir):
     log_path = file_system.join(run_dir, LOGS_DIR, f"{stage.name}.log")
     file_system.makedirs(file_system.dirname(log_path))
     started = time.time()
-    returncode = _run_showing_progress([console_script(stage.script), f"--flagfile={flagfile}"],
-                                       log_path)
+    with file_system.local_copy(flagfile) as readable:  # absl reads flagfiles with `open`
+        returncode = _run_showing_progress(
+            [console_script(stage.script), f"--flagfile={readable}"], log_path)
     seconds = time.time() - started
     if returncode != 0:
         raise StageError(f"stage {stage.name} ({stage.script}) failed: {_last_line(log_path)} "

@@ -24,6 +24,7 @@ from kerasbert import file_system
 from kerasbert.data import demo
 from kerasbert.main_job import runner
 from kerasbert.main_job.curves import draw_curves
+from kerasbert.main_job.stages import Stage
 from kerasbert.training.finetune import run_outputs
 from kerasbert.training.loop import train
 from kerasbert.training.run_record import TRAINING_OUTPUTS, RunRecord, RunRecordError, matching
@@ -248,10 +249,21 @@ def test_run_outputs_lists_a_finetuning_run_on_ram(ram_folder):
         "dev_predictions.tsv", "epochs", "eval_history.json", "seed_3")]
 
 
-def test_main_job_run_folder_on_ram(ram_folder):
-    """The main job's run folder on a remote file system: found again to continue, its stage
-    logs appended to, its curves drawn from the logs there. (The whole job cannot run on
-    ram://: each stage is a process of its own.)"""
+STAGE_SCRIPT = """import os, sys
+print(open(sys.argv[1].split("=", 1)[1]).read().strip())
+marker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "failed-once")
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    print("kerasbert-greet: error: the first try fails", file=sys.stderr)
+    sys.exit(1)
+"""
+
+
+def test_main_job_run_folder_on_ram(ram_folder, tmp_path, monkeypatch):
+    """The main job's run folder on a remote file system: found again to continue, a stage run
+    from its flagfile there (failing once, then continued), its log appended to, its curves
+    drawn from the logs there. (The whole job cannot run on ram://: each stage is a process of
+    its own.)"""
     runs = file_system.join(ram_folder, "runs")
     run_dir = runner.choose_run_dir(runs, quick=True)
     assert run_dir.startswith(runs + "/")
@@ -259,14 +271,24 @@ def test_main_job_run_folder_on_ram(ram_folder):
     runner.start_run(run_dir, quick=True)
     assert runner.choose_run_dir(runs, quick=True) == run_dir
     assert runner.read_run(run_dir)[0] is True
-    log = file_system.join(run_dir, runner.LOGS_DIR, "stage.log")
-    file_system.makedirs(file_system.dirname(log))
-    for word in ("first", "second"):
-        status = runner._run_showing_progress(
-            [sys.executable, "-c", f"print('{word} run')"], log)
-        assert status == 0
-    assert [line for line in file_system.read_text(log).splitlines()
-            if not line.startswith("$ ")] == ["first run", "second run"]
+
+    script = tmp_path / "scripts" / "kerasbert-greet"
+    script.parent.mkdir()
+    script.write_text(f"#!{sys.executable}\n{STAGE_SCRIPT}")
+    script.chmod(0o755)
+    monkeypatch.setattr(runner, "console_script", lambda name: str(script.parent / name))
+    stage = Stage("greet", "Greet", "kerasbert-greet", {"greeting": "hello"}, "greet", False,
+                  lambda run_dir: ("said hello", {"said": "hello"}))
+    with pytest.raises(runner.StageError, match="kerasbert-greet: error: the first try fails"):
+        runner.run_stage(stage, run_dir)
+    result = runner.run_stage(stage, run_dir)
+    assert (result["metric"], result["values"]) == ("said hello", {"said": "hello"})
+    assert runner.run_stage(stage, run_dir)["reused"]
+    log = file_system.read_text(file_system.join(run_dir, runner.LOGS_DIR, "greet.log"))
+    assert log.count("--greeting=hello\n") == 2 and log.count("the first try fails") == 1
+    assert file_system.read_text(file_system.join(run_dir, runner.FLAGS_DIR, "greet.flags")) \
+        == "--greeting=hello\n"
+
     for folder, tag in (("pretrain/train", "loss"), ("finetune_pretrained/eval", "accuracy")):
         with tf.summary.create_file_writer(file_system.join(run_dir, folder)).as_default():
             for step in (1, 2):
