@@ -7,7 +7,6 @@ the runner writes to `flags/<stage>.flags` in the run directory (rerun one stage
 """
 
 import dataclasses
-import os
 from typing import Callable
 
 import tensorflow as tf
@@ -118,7 +117,7 @@ def plan(run_dir, settings):
             f"finetune_{arm}", f"fine-tune the {arm.replace('_', ' ')} encoder on WordNet glosses",
             "kerasbert-finetune",
             {**finetune_common, "from_scratch": from_scratch, "model_dir": path(f"finetune_{arm}")},
-            os.path.join(f"finetune_{arm}", "model.keras"), True,
+            f"finetune_{arm}/model.keras", True,
             lambda run_dir: _eval_metrics(file_system.join(run_dir, f"finetune_{arm}"), "dev"))
 
     def test(arm):
@@ -130,14 +129,14 @@ def plan(run_dir, settings):
              "dev_file": gloss_files["test"], "vocab_file": vocab_file,
              "max_seq_length": settings.finetune_seq_length, "eval_batch_size": 256,
              "model_dir": path(f"test_{arm}")},
-            os.path.join(f"test_{arm}", "eval_results.json"), False,
+            f"test_{arm}/eval_results.json", False,
             lambda run_dir: _eval_metrics(file_system.join(run_dir, f"test_{arm}"), "test"))
 
     return [
         Stage("vocabulary", "train a WordPiece vocabulary on the shipped corpus", "kerasbert-vocab",
               {"input_files": corpus, "type": "wordpiece", "vocab_size": settings.vocab_size,
                "output_dir": path("vocabulary")},
-              os.path.join("vocabulary", "vocab.txt"), False, _vocabulary_metric),
+              "vocabulary/vocab.txt", False, _vocabulary_metric),
         Stage("pretraining_data", "build NSP + MLM pretraining TFRecords",
               "kerasbert-create-pretraining-data",
               {"input_file": corpus, "output_file": path("data", "train.tfrecord"),
@@ -175,7 +174,7 @@ def plan(run_dir, settings):
               "kerasbert-classify",
               {"export_dir": path("export"), "input_file": path(SENTENCES_FILE),
                "output_file": path("classify", "predictions.json")},
-              os.path.join("classify", "predictions.json"), False, _classify_metric),
+              "classify/predictions.json", False, _classify_metric),
     ]
 
 

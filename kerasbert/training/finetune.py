@@ -179,7 +179,8 @@ def finetune(task, make_encoder, tokenizer, files, model_dir, settings, strategy
 def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, strategy, seed, log,
                   distillation=None, run_record=None):
     """One seed's run (see the module docstring); returns its `eval_results.json` content."""
-    remove_stale_siblings(file_system.join(model_dir, MODEL_FILE))  # a killed run's half-saved model
+    # A killed run's half-saved model.
+    remove_stale_siblings(file_system.join(model_dir, MODEL_FILE))
     train_examples = task.read(files.train, "train")[:settings.max_train_examples]
     dev_sets = [(path, task.read(path, "dev")) for path in files.dev]
     settings = dataclasses.replace(settings, labels=settings.labels or
