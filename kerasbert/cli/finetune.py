@@ -210,7 +210,8 @@ def _hf_tokenizer(path):
 
 def _evaluate_or_predict(task, files, settings):
     model_path = file_system.join(FLAGS.model_dir, MODEL_FILE)
-    source = model_path if file_system.isfile(model_path) or not FLAGS.init_from else FLAGS.init_from
+    source = model_path if file_system.isfile(model_path) or not FLAGS.init_from else \
+        FLAGS.init_from
     if source.endswith(".keras"):
         model = keras.models.load_model(source)
         tokenizer = _tokenizer(None)
