@@ -143,24 +143,52 @@ def is_within(path, folder):
 
 # Queries.
 
+def _ram_listdir(path):
+    """The names in folder `path` on `ram://`, which lists by name prefix: listing `ram://b/run`
+    when `ram://b/runner/x` is stored also gives `ner`. A name is kept if something is stored
+    under it (a prefix check, which a stray name passes only if a real one begins with it)."""
+    with _python_errors(path):
+        names = {name.rstrip("/") for name in _gfile().listdir(path)}
+    return sorted(name for name in names if _gfile().exists(join(path, name)))
+
+
+def _ram_exists(path):
+    """Whether `path` is a file or folder on `ram://`, which says "exists" (and "folder") for
+    any prefix of a stored name (`ram://b/ru` when `ram://b/run/x` is stored): the name is
+    looked up in the listing of its folder instead."""
+    path = path.rstrip("/")
+    parent = dirname(path)
+    if not _gfile().exists(parent):
+        return False
+    return basename(path) in _ram_listdir(parent)
+
+
 def exists(path):
-    return os.path.exists(local_path(path)) if is_local(path) else _gfile().exists(path)
+    if is_local(path):
+        return os.path.exists(local_path(path))
+    return _ram_exists(path) if scheme(path) == "ram" else _gfile().exists(path)
 
 
 def isdir(path):
-    return os.path.isdir(local_path(path)) if is_local(path) else _gfile().isdir(path)
+    if is_local(path):
+        return os.path.isdir(local_path(path))
+    return exists(path) and _gfile().isdir(path)
 
 
 def isfile(path):
     if is_local(path):
         return os.path.isfile(local_path(path))
-    return _gfile().exists(path) and not _gfile().isdir(path)
+    return exists(path) and not _gfile().isdir(path)
 
 
 def listdir(path):
     """The names in folder `path`, sorted."""
     if is_local(path):
         return sorted(os.listdir(local_path(path)))
+    if scheme(path) == "ram":
+        if not exists(path):
+            raise _not_found(path)
+        return _ram_listdir(path)
     with _python_errors(path):
         return sorted(name.rstrip("/") for name in _gfile().listdir(path))
 
@@ -191,8 +219,13 @@ def walk(path):
     if is_local(path):
         yield from os.walk(local_path(path))
         return
-    for folder, folders, files in _gfile().walk(path):
-        yield folder, sorted(name.rstrip("/") for name in folders), sorted(files)
+    if not isdir(path):
+        return
+    names = listdir(path)
+    folders = [name for name in names if isdir(join(path, name))]
+    yield path, folders, [name for name in names if name not in folders]
+    for name in folders:
+        yield from walk(join(path, name))
 
 
 # Changes.
@@ -221,7 +254,7 @@ def rmtree(path):
     if is_local(path):
         shutil.rmtree(local_path(path), ignore_errors=True)
         return
-    if _gfile().exists(path):
+    if exists(path):
         for folder, _, files in list(walk(path)):
             for name in files:
                 with contextlib.suppress(FileNotFoundError):
@@ -246,8 +279,8 @@ def copy(source, destination, overwrite=True):
 def _clear_for_writing(path):
     """Remove the remote file `path` where a write would append to it (see
     `_APPENDING_SCHEMES`)."""
-    if scheme(path) in _APPENDING_SCHEMES and _gfile().exists(path) and not _gfile().isdir(path):
-        _gfile().remove(path)
+    if scheme(path) in _APPENDING_SCHEMES and isfile(path):
+        remove(path)
 
 
 def copy_tree(source, destination):
@@ -295,7 +328,7 @@ def open_file(path, mode="r", encoding="utf-8", errors=None, newline=None):
         if "b" in mode:
             return open(local_path(path), mode)
         return open(local_path(path), mode, encoding=encoding, errors=errors, newline=newline)
-    if "r" in mode and not _gfile().exists(path):
+    if "r" in mode and not exists(path):
         raise _not_found(path)
     if "w" in mode:
         _clear_for_writing(path)

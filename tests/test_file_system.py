@@ -98,6 +98,38 @@ def test_missing_remote_file_is_a_python_error_naming_it(ram_folder):
             pass
 
 
+def test_ram_names_are_not_found_by_prefix(ram_folder):
+    # ram:// itself says that `run/eval` exists (and is a folder) when `run/eval_history.json`
+    # is stored, and lists `runner`'s content as `ner` in `run`.
+    for name in ("run/eval_history.json", "run/a/x.txt", "runner/y.txt"):
+        path = file_system.join(ram_folder, name)
+        file_system.makedirs(file_system.dirname(path))
+        with file_system.open_file(path, "w") as file:
+            file.write("x")
+    run = file_system.join(ram_folder, "run")
+    assert not file_system.exists(file_system.join(run, "eval"))
+    assert not file_system.isdir(file_system.join(ram_folder, "ru"))
+    assert file_system.isdir(run) and file_system.isfile(file_system.join(run, "a", "x.txt"))
+    assert file_system.listdir(run) == ["a", "eval_history.json"]
+    assert [folder for folder, _, _ in file_system.walk(run)] == [run, file_system.join(run, "a")]
+    with pytest.raises(FileNotFoundError):
+        file_system.listdir(file_system.join(ram_folder, "ru"))
+    file_system.rmtree(run)
+    assert file_system.listdir(ram_folder) == ["runner"]
+
+
+def test_writing_over_a_ram_file_replaces_its_content(ram_folder, tmp_path):
+    # ram:// writes over the start of an existing file without truncating it.
+    path = file_system.join(ram_folder, "notes.txt")
+    for text in ("a longer first text\n", "short\n"):
+        with file_system.open_file(path, "w") as file:
+            file.write(text)
+    assert file_system.read_text(path) == "short\n"
+    (tmp_path / "short.txt").write_text("tiny\n")
+    file_system.copy(str(tmp_path / "short.txt"), path)
+    assert file_system.read_text(path) == "tiny\n"
+
+
 def test_folder_rename_on_ram_moves_the_content(ram_folder):
     # ram:// renames a folder's name only (its files stay under the old one): copied instead.
     source = file_system.join(ram_folder, "source")

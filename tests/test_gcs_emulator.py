@@ -59,7 +59,7 @@ def test_read_write_list_glob_and_stat(gcs_folder):
     assert not file_system.isfile(file_system.join(gcs_folder, "a"))
     assert [(folder, folders, files) for folder, folders, files in file_system.walk(gcs_folder)
             ] == [(gcs_folder, ["a"], ["two.bin"]),
-                  (file_system.join(gcs_folder, "a/"), [], ["one.txt"])]
+                  (file_system.join(gcs_folder, "a"), [], ["one.txt"])]
 
 
 def test_missing_object_is_a_python_error_naming_it(gcs_folder):

@@ -43,6 +43,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 from absl import flags, logging  # noqa: E402
 
+from kerasbert import file_system  # noqa: E402
 from kerasbert.atomic_files import atomic_path  # noqa: E402
 from kerasbert.cli import instance_flags  # noqa: E402,F401  (--objective, ...)
 from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
@@ -128,13 +129,13 @@ def main(argv):
         student.encoder.config, student.heads, None,
         tokenizer_arguments() or teacher_tokenizer_arguments(FLAGS.teacher))
     record.start(description)
-    write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
+    write_json(file_system.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
     logs = train(distiller, strategy, lambda context: pretraining_batches(
                      tokenizer, FLAGS.objective, context),
                  FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
                  checkpoint_interval=FLAGS.checkpoint_interval, jit_compile=FLAGS.jit_compile,
                  max_recoveries=FLAGS.max_recoveries, save_data_position=saves_data_position())
-    with atomic_path(os.path.join(FLAGS.model_dir, STUDENT_FILE)) as temporary:
+    with atomic_path(file_system.join(FLAGS.model_dir, STUDENT_FILE)) as temporary:
         student.save(temporary)
     print("\nDone: " + ", ".join(f"{name} {value:.4g}" for name, value in logs.items()))
 

@@ -30,6 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging  # noqa: E402
 
+from kerasbert import file_system  # noqa: E402
 from kerasbert.cli import data_flags  # noqa: E402,F401  (--vocab_file, --max_seq_length, ...)
 from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
 from kerasbert.export.model_sources import load_export_model  # noqa: E402
@@ -63,9 +64,9 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     logging.set_verbosity(logging.WARNING)
     layers = _layer_indices(FLAGS.layers)
-    if not os.path.isfile(FLAGS.input_file):
+    if not file_system.isfile(FLAGS.input_file):
         raise FileNotFoundError(f"--input_file {FLAGS.input_file}: no such file")
-    if os.path.realpath(FLAGS.output_file) == os.path.realpath(FLAGS.input_file):
+    if _resolved(FLAGS.output_file) == _resolved(FLAGS.input_file):
         raise ValueError(f"--output_file {FLAGS.output_file} is the --input_file")
     if FLAGS.vocab_file is not None and FLAGS.tokenizer_dir is not None:
         raise ValueError("Give at most one of --vocab_file and --tokenizer_dir")
@@ -103,6 +104,11 @@ def main(argv):
                              FLAGS.round_digits)
     unit = "words" if FLAGS.word_pooling else "tokens"
     print(f"Wrote the {unit} of {count} texts to {FLAGS.output_file}")
+
+
+def _resolved(path):
+    """A local path with its symbolic links resolved; a URL as it is."""
+    return os.path.realpath(file_system.local_path(path)) if file_system.is_local(path) else path
 
 
 def _layer_indices(values):

@@ -37,6 +37,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
+from kerasbert import file_system  # noqa: E402
 from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
 from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
 from kerasbert.cli.flag_bounds import require_positive  # noqa: E402
@@ -174,7 +175,7 @@ def _train_and_eval(task, files, settings):
     seeds = [FLAGS.seed + offset for offset in range(FLAGS.num_seeds)]
     results = finetune(task, make_encoder, tokenizer, files, FLAGS.model_dir, settings,
                        strategy, seeds, distillation=distillation, run_record=record)
-    print(f"\nBest dev results ({os.path.join(FLAGS.model_dir, EVAL_RESULTS)}): " + ", ".join(
+    print(f"\nBest dev results ({file_system.join(FLAGS.model_dir, EVAL_RESULTS)}): " + ", ".join(
         f"{name} {value:.4f}" for name, value in results.items() if isinstance(value, float)))
 
 
@@ -202,14 +203,15 @@ def _distillation():
 
 def _hf_tokenizer(path):
     """The tokenizer of a Hugging Face folder at `path`, or None."""
-    if not os.path.isfile(os.path.join(path, "config.json")):
+    if not file_system.isfile(file_system.join(path, "config.json")):
         return None
     return pretrained_source(path).tokenizer
 
 
 def _evaluate_or_predict(task, files, settings):
-    model_path = os.path.join(FLAGS.model_dir, MODEL_FILE)
-    source = model_path if os.path.isfile(model_path) or not FLAGS.init_from else FLAGS.init_from
+    model_path = file_system.join(FLAGS.model_dir, MODEL_FILE)
+    source = model_path if file_system.isfile(model_path) or not FLAGS.init_from else \
+        FLAGS.init_from
     if source.endswith(".keras"):
         model = keras.models.load_model(source)
         tokenizer = _tokenizer(None)
@@ -220,11 +222,11 @@ def _evaluate_or_predict(task, files, settings):
         raise app.UsageError(f"{source} is not a {task.model_task} model")
     settings.labels = [model.id2label[index] for index in sorted(model.id2label)] if \
         model.id2label else None
-    os.makedirs(FLAGS.model_dir, exist_ok=True)
+    file_system.makedirs(FLAGS.model_dir)
     if FLAGS.mode == "eval":
         entry = evaluate_dev(task, model, tokenizer, [(path, task.read(path, "dev"))
                                                       for path in files.dev], settings, FLAGS.model_dir)
-        write_json(os.path.join(FLAGS.model_dir, EVAL_RESULTS), entry)
+        write_json(file_system.join(FLAGS.model_dir, EVAL_RESULTS), entry)
         print(", ".join(f"{name} {value:.4f}" for name, value in entry.items()
                         if isinstance(value, float)))
         return
@@ -237,8 +239,8 @@ def _evaluate_or_predict(task, files, settings):
 
 def _task_files(task):
     def official(role, required):
-        names = [os.path.join(FLAGS.data_dir, name) for name in task.default_files[role]]
-        return [path for path in names if required or os.path.exists(path)]
+        names = [file_system.join(FLAGS.data_dir, name) for name in task.default_files[role]]
+        return [path for path in names if required or file_system.exists(path)]
 
     if FLAGS.data_dir is None and FLAGS.train_file is None and FLAGS.mode == "train_and_eval":
         raise app.UsageError("Give --data_dir or --train_file")
@@ -248,7 +250,7 @@ def _task_files(task):
     if FLAGS.mode != "predict" and not dev:
         raise app.UsageError("Give --dev_file or --data_dir")
     for path in ([train] if train and FLAGS.mode == "train_and_eval" else []) + dev + list(test):
-        if not os.path.isfile(path):
+        if not file_system.isfile(path):
             raise FileNotFoundError(f"{task.name} file {path} does not exist")
     return TaskFiles(train, dev, list(test))
 

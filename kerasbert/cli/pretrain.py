@@ -23,6 +23,7 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 
+from kerasbert import file_system  # noqa: E402
 from kerasbert import zoo  # noqa: E402
 from kerasbert.convert import from_hf  # noqa: E402
 from kerasbert.models.electra import ElectraPretrainer, generator_config  # noqa: E402
@@ -97,7 +98,7 @@ def main(argv):
         FLAGS.generator_ratio if electra else None, tokenizer_arguments())
     # Written once the initial weights are known to fit, so a refused run leaves nothing behind.
     record.start(description)
-    write_json(os.path.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
+    write_json(file_system.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
     logs = train(model, strategy,
                  lambda context: pretraining_batches(tokenizer, FLAGS.objective, context),
                  FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
@@ -124,7 +125,7 @@ def _describe(config):
 
 def _initialize(model, encoder, path):
     """Encoder weights from a Hugging Face directory, or the model's from a kerasbert checkpoint."""
-    if os.path.isfile(os.path.join(path, "config.json")):
+    if file_system.isfile(file_system.join(path, "config.json")):
         source = from_hf(path, encoder_only=True)
         if source.config != encoder.config.replace(use_pooler=source.config.use_pooler):
             raise ValueError(f"--init_checkpoint {path}: its config {source.config} differs "

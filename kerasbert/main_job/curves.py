@@ -1,15 +1,13 @@
 """The main job's `curves.png`: the pretraining loss and accuracies, and both fine-tuning arms'
 training loss and dev accuracy, read from the TensorBoard logs the binaries wrote."""
 
-import glob
-import os
-
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from kerasbert import file_system  # noqa: E402
 from kerasbert.atomic_files import atomic_path  # noqa: E402
 
 ARMS = ("pretrained", "from_scratch")
@@ -26,7 +24,7 @@ def read_scalars(log_dir):
     {'loss': [(1, 1.0), (2, 0.5)]}
     """
     scalars = {}
-    files = sorted(glob.glob(os.path.join(log_dir, "events.out.tfevents.*")))
+    files = file_system.glob(file_system.join(log_dir, "events.out.tfevents.*"))
     for record in tf.data.TFRecordDataset(files):
         event = tf.compat.v1.Event.FromString(record.numpy())
         for value in event.summary.value:
@@ -38,9 +36,9 @@ def read_scalars(log_dir):
 
 def draw_curves(run_dir, path):
     """Draw the run's curves into the PNG file `path`; return `path`."""
-    pretraining = read_scalars(os.path.join(run_dir, "pretrain", "train"))
-    finetuning = {arm: (read_scalars(os.path.join(run_dir, f"finetune_{arm}", "train")),
-                        read_scalars(os.path.join(run_dir, f"finetune_{arm}", "eval")))
+    pretraining = read_scalars(file_system.join(run_dir, "pretrain", "train"))
+    finetuning = {arm: (read_scalars(file_system.join(run_dir, f"finetune_{arm}", "train")),
+                        read_scalars(file_system.join(run_dir, f"finetune_{arm}", "eval")))
                   for arm in ARMS}
     figure, (loss_axis, accuracy_axis, finetune_axis, dev_axis) = plt.subplots(
         1, 4, figsize=(18, 4), constrained_layout=True)

@@ -9,8 +9,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
+from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
 from kerasbert.data import demo
 from kerasbert.json_files import read_json_file
@@ -40,33 +42,33 @@ def choose_run_dir(runs_dir, quick):
     >>> choose_run_dir(runs, quick=True) == first, choose_run_dir(runs, quick=False) == first
     (True, False)
     """
-    if os.path.isdir(runs_dir):
-        for name in sorted(os.listdir(runs_dir), reverse=True):
-            candidate = os.path.join(runs_dir, name)
-            run_file = os.path.join(candidate, RUN_FILE)
-            if os.path.isfile(run_file) and not os.path.exists(os.path.join(candidate,
-                                                                             SUMMARY_FILE)):
+    if file_system.isdir(runs_dir):
+        for name in reversed(file_system.listdir(runs_dir)):
+            candidate = file_system.join(runs_dir, name)
+            run_file = file_system.join(candidate, RUN_FILE)
+            if file_system.isfile(run_file) and not file_system.exists(
+                    file_system.join(candidate, SUMMARY_FILE)):
                 if read_json_file(run_file, "a main-job run record")["quick"] == quick:
                     return candidate
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    candidate, suffix = os.path.join(runs_dir, stamp), 1
-    while os.path.exists(candidate):
+    candidate, suffix = file_system.join(runs_dir, stamp), 1
+    while file_system.exists(candidate):
         suffix += 1
-        candidate = os.path.join(runs_dir, f"{stamp}-{suffix}")
+        candidate = file_system.join(runs_dir, f"{stamp}-{suffix}")
     return candidate
 
 
 def start_run(run_dir, quick):
     """Record a run's settings and write the texts its export and last stage read (once)."""
-    if os.path.isfile(os.path.join(run_dir, RUN_FILE)):
+    if file_system.isfile(file_system.join(run_dir, RUN_FILE)):
         return
     settings = stages_module.QUICK if quick else stages_module.FULL
     texts = ((stages_module.SENTENCES_FILE, "test", stages_module.SENTENCE_COUNT),
              (stages_module.AGREEMENT_FILE, "dev", stages_module.AGREEMENT_COUNT))
     for name, split, count in texts:
-        write_atomically(os.path.join(run_dir, name),
+        write_atomically(file_system.join(run_dir, name),
                          "".join(text + "\n" for _, text in glosses(split, count)))
-    write_atomically(os.path.join(run_dir, RUN_FILE), json.dumps(
+    write_atomically(file_system.join(run_dir, RUN_FILE), json.dumps(
         {"quick": quick, "settings": dataclasses.asdict(settings)}, indent=1) + "\n")
 
 
@@ -78,7 +80,7 @@ def read_run(run_dir):
     >>> read_run(run_dir) == (True, stages_module.QUICK)
     True
     """
-    path = os.path.join(run_dir, RUN_FILE)
+    path = file_system.join(run_dir, RUN_FILE)
     try:
         recorded = read_json_file(path, "a main-job run record")
         return bool(recorded["quick"]), stages_module.Settings(**recorded["settings"])
@@ -100,13 +102,13 @@ def glosses(split, count):
 
 def run_main_job(runs_dir="runs", quick=False, run_dir=None, out=print):
     """Run (or continue) every stage in order; return the summary written to `summary.json`."""
-    run_dir = os.path.abspath(run_dir or choose_run_dir(runs_dir, quick))
-    continuing = os.path.isfile(os.path.join(run_dir, RUN_FILE))
-    if not continuing and os.path.isdir(run_dir) and os.listdir(run_dir):
+    run_dir = file_system.absolute(run_dir or choose_run_dir(runs_dir, quick))
+    continuing = file_system.isfile(file_system.join(run_dir, RUN_FILE))
+    if not continuing and file_system.isdir(run_dir) and file_system.listdir(run_dir):
         # Its stages would start by deleting their unfinished outputs (data/, export/, ...).
         raise FileExistsError(f"{run_dir} is not empty and is not a main-job run (no {RUN_FILE}); "
                               "give an empty or new --run_dir, or a run's folder to continue it")
-    os.makedirs(run_dir, exist_ok=True)
+    file_system.makedirs(run_dir)
     start_run(run_dir, quick)
     quick, settings = read_run(run_dir)  # a continued run goes on with its own settings
     out(f"{'Continuing' if continuing else 'Starting'} {'a quick' if quick else 'a'} run in "
@@ -121,31 +123,33 @@ def run_main_job(runs_dir="runs", quick=False, run_dir=None, out=print):
             f"{', done before' if result.get('reused') else ''}) -> {result['artifact']}")
         results.append(result)
     summary = make_summary(run_dir, quick, results, time.time() - started)
-    draw_curves(run_dir, os.path.join(run_dir, CURVES_FILE))
-    write_atomically(os.path.join(run_dir, SUMMARY_FILE), json.dumps(summary, indent=1) + "\n")
+    draw_curves(run_dir, file_system.join(run_dir, CURVES_FILE))
+    write_atomically(file_system.join(run_dir, SUMMARY_FILE), json.dumps(summary, indent=1) + "\n")
     out("\n" + format_table(summary["stages"]))
     arms = summary["finetune"]
     out(f"\nHeld-out test accuracy: pretrained {arms['pretrained']['test_accuracy']:.3f}, "
         f"from scratch {arms['from_scratch']['test_accuracy']:.3f}")
-    out(f"Wrote {os.path.join(run_dir, SUMMARY_FILE)} and {os.path.join(run_dir, CURVES_FILE)}")
+    out(f"Wrote {file_system.join(run_dir, SUMMARY_FILE)} and "
+        f"{file_system.join(run_dir, CURVES_FILE)}")
     return summary
 
 
 def run_stage(stage, run_dir):
     """Run `stage` unless a result of it is recorded; return its result."""
-    result_path = os.path.join(run_dir, RESULTS_DIR, f"{stage.name}.json")
-    if os.path.isfile(result_path):
+    result_path = file_system.join(run_dir, RESULTS_DIR, f"{stage.name}.json")
+    if file_system.isfile(result_path):
         return {**read_json_file(result_path, "a stage result"), "reused": True}
-    output = os.path.join(run_dir, stage.output)
+    output = file_system.join(run_dir, stage.output)
     if not stage.resumable:
         _remove(output)
-    flagfile = write_atomically(os.path.join(run_dir, FLAGS_DIR, f"{stage.name}.flags"),
+    flagfile = write_atomically(file_system.join(run_dir, FLAGS_DIR, f"{stage.name}.flags"),
                                 "\n".join(stage.flagfile_lines()) + "\n")
-    log_path = os.path.join(run_dir, LOGS_DIR, f"{stage.name}.log")
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    log_path = file_system.join(run_dir, LOGS_DIR, f"{stage.name}.log")
+    file_system.makedirs(file_system.dirname(log_path))
     started = time.time()
-    returncode = _run_showing_progress([console_script(stage.script), f"--flagfile={flagfile}"],
-                                       log_path)
+    with file_system.local_copy(flagfile) as readable:  # absl reads flagfiles with `open`
+        returncode = _run_showing_progress(
+            [console_script(stage.script), f"--flagfile={readable}"], log_path)
     seconds = time.time() - started
     if returncode != 0:
         raise StageError(f"stage {stage.name} ({stage.script}) failed: {_last_line(log_path)} "
@@ -171,7 +175,17 @@ def _run_showing_progress(command, log_path):
     """Run `command`: its stdout (progress bars, results) to the terminal and the log, its
     stderr (TensorFlow's messages) to the log only. On Ctrl-C (which the terminal also sends to
     the stage's binary, so that a training stage saves a checkpoint) it waits for the binary to
-    end before it stops."""
+    end before it stops. A log on a remote file system is written locally, then copied there
+    (appended to what it held) when the binary ends."""
+    if not file_system.is_local(log_path):
+        with tempfile.TemporaryDirectory(prefix="kerasbert-log-") as scratch:
+            local_log = os.path.join(scratch, file_system.basename(log_path))
+            if file_system.exists(log_path):
+                file_system.copy(log_path, local_log)
+            try:
+                return _run_showing_progress(command, local_log)
+            finally:
+                file_system.copy(local_log, log_path)
     with open(log_path, "ab") as log:
         log.write(f"$ {' '.join(command)}\n".encode())
         log.flush()
@@ -193,24 +207,24 @@ def _run_showing_progress(command, log_path):
 
 
 def _last_line(log_path):
-    with open(log_path, encoding="utf-8", errors="replace") as file:
+    with file_system.open_file(log_path, errors="replace") as file:
         lines = [line.strip() for line in file if line.strip()]
     errors = [line for line in lines if ": error:" in line or "Error" in line]
     return (errors or lines or ["no output"])[-1]
 
 
 def _remove(path):
-    if os.path.isdir(path):
-        shutil.rmtree(path)
-    elif os.path.exists(path):
-        os.remove(path)
+    if file_system.isdir(path):
+        file_system.rmtree(path)
+    elif file_system.exists(path):
+        file_system.remove(path)
 
 
 def _size(path):
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    return sum(os.path.getsize(os.path.join(folder, name))
-               for folder, _, names in os.walk(path) for name in names)
+    if file_system.isfile(path):
+        return file_system.getsize(path)
+    return sum(file_system.getsize(file_system.join(folder, name))
+               for folder, _, names in file_system.walk(path) for name in names)
 
 
 def make_summary(run_dir, quick, results, seconds):

@@ -7,11 +7,11 @@ the runner writes to `flags/<stage>.flags` in the run directory (rerun one stage
 """
 
 import dataclasses
-import os
 from typing import Callable
 
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.data import demo
 from kerasbert.json_files import read_json_file
 from kerasbert.main_job.curves import read_scalars
@@ -99,7 +99,7 @@ class Stage:
 def plan(run_dir, settings):
     """The stages of a run in `run_dir`, in order."""
     def path(*parts):
-        return os.path.join(run_dir, *parts)
+        return file_system.join(run_dir, *parts)
 
     corpus = demo.pretraining_corpus_files()[:settings.corpus_shards]
     gloss_files = demo.classification_files()
@@ -117,8 +117,8 @@ def plan(run_dir, settings):
             f"finetune_{arm}", f"fine-tune the {arm.replace('_', ' ')} encoder on WordNet glosses",
             "kerasbert-finetune",
             {**finetune_common, "from_scratch": from_scratch, "model_dir": path(f"finetune_{arm}")},
-            os.path.join(f"finetune_{arm}", "model.keras"), True,
-            lambda run_dir: _eval_metrics(os.path.join(run_dir, f"finetune_{arm}"), "dev"))
+            f"finetune_{arm}/model.keras", True,
+            lambda run_dir: _eval_metrics(file_system.join(run_dir, f"finetune_{arm}"), "dev"))
 
     def test(arm):
         return Stage(
@@ -129,14 +129,14 @@ def plan(run_dir, settings):
              "dev_file": gloss_files["test"], "vocab_file": vocab_file,
              "max_seq_length": settings.finetune_seq_length, "eval_batch_size": 256,
              "model_dir": path(f"test_{arm}")},
-            os.path.join(f"test_{arm}", "eval_results.json"), False,
-            lambda run_dir: _eval_metrics(os.path.join(run_dir, f"test_{arm}"), "test"))
+            f"test_{arm}/eval_results.json", False,
+            lambda run_dir: _eval_metrics(file_system.join(run_dir, f"test_{arm}"), "test"))
 
     return [
         Stage("vocabulary", "train a WordPiece vocabulary on the shipped corpus", "kerasbert-vocab",
               {"input_files": corpus, "type": "wordpiece", "vocab_size": settings.vocab_size,
                "output_dir": path("vocabulary")},
-              os.path.join("vocabulary", "vocab.txt"), False, _vocabulary_metric),
+              "vocabulary/vocab.txt", False, _vocabulary_metric),
         Stage("pretraining_data", "build NSP + MLM pretraining TFRecords",
               "kerasbert-create-pretraining-data",
               {"input_file": corpus, "output_file": path("data", "train.tfrecord"),
@@ -174,28 +174,28 @@ def plan(run_dir, settings):
               "kerasbert-classify",
               {"export_dir": path("export"), "input_file": path(SENTENCES_FILE),
                "output_file": path("classify", "predictions.json")},
-              os.path.join("classify", "predictions.json"), False, _classify_metric),
+              "classify/predictions.json", False, _classify_metric),
     ]
 
 
 def _read_json(path):
-    return read_json_file(path, f"a {os.path.basename(path)}", expected=None)
+    return read_json_file(path, f"a {file_system.basename(path)}", expected=None)
 
 
 def _vocabulary_metric(run_dir):
-    with open(os.path.join(run_dir, "vocabulary", "vocab.txt"), encoding="utf-8") as file:
+    with file_system.open_file(file_system.join(run_dir, "vocabulary", "vocab.txt")) as file:
         size = sum(1 for _ in file)
     return f"{size:,} tokens", {"vocabulary_size": size}
 
 
 def _data_metric(run_dir):
-    files = sorted(tf.io.gfile.glob(os.path.join(run_dir, "data", "train-*")))
+    files = file_system.glob(file_system.join(run_dir, "data", "train-*"))
     count = sum(1 for _ in tf.data.TFRecordDataset(files))
     return f"{count:,} instances in {len(files)} shards", {"instances": count}
 
 
 def _pretraining_metric(run_dir):
-    scalars = read_scalars(os.path.join(run_dir, "pretrain", "train"))
+    scalars = read_scalars(file_system.join(run_dir, "pretrain", "train"))
     values = {name: points[-1][1] for name, points in scalars.items()
               if name in ("loss", "mlm_logits_accuracy", "nsp_logits_accuracy")}
     return (f"MLM accuracy {values['mlm_logits_accuracy']:.3f}, NSP accuracy "
@@ -203,7 +203,7 @@ def _pretraining_metric(run_dir):
 
 
 def _eval_metrics(directory, split):
-    results = _read_json(os.path.join(directory, "eval_results.json"))
+    results = _read_json(file_system.join(directory, "eval_results.json"))
     values = {f"{split}_{name}": results[name] for name in ("accuracy", "matthews_correlation")}
     return (f"{split} accuracy {results['accuracy']:.3f}, MCC "
             f"{results['matthews_correlation']:.3f}"), values
@@ -212,7 +212,7 @@ def _eval_metrics(directory, split):
 def _export_metric(run_dir):
     """The artifacts, and for each quantized one its strict argmax agreement on the judging
     texts and its task score's distance from the Keras model's on the dev glosses."""
-    report = _read_json(os.path.join(run_dir, "export", "export_report.json"))
+    report = _read_json(file_system.join(run_dir, "export", "export_report.json"))
     artifacts = report["artifacts"]
     values = {"artifacts": sorted(artifacts),
               "verified": all(entry["verified"] for entry in artifacts.values())}
@@ -230,6 +230,6 @@ def _export_metric(run_dir):
 
 
 def _classify_metric(run_dir):
-    predictions = _read_json(os.path.join(run_dir, "classify", "predictions.json"))
+    predictions = _read_json(file_system.join(run_dir, "classify", "predictions.json"))
     return (f"{len(predictions)} sentences, same labels from TFLite and SavedModel",
             {"predictions": predictions})

@@ -20,13 +20,13 @@ import json
 import math
 import os
 import re
-import shutil
 from typing import Optional
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.atomic_files import atomic_path, remove_stale_siblings, write_atomically
 from kerasbert.convert import from_hf
 from kerasbert.json_files import read_json_file
@@ -152,24 +152,24 @@ def finetune(task, make_encoder, tokenizer, files, model_dir, settings, strategy
     runs = []
     for seed in seeds:
         log(f"=== seed {seed} ===")
-        run_dir = os.path.join(model_dir, f"seed_{seed}")
+        run_dir = file_system.join(model_dir, f"seed_{seed}")
         runs.append((seed, run_dir, finetune_seed(task, make_encoder, tokenizer, files, run_dir,
                                                   settings, strategy, seed, log, distillation,
                                                   run_record)))
     order = sorted(range(len(runs)), key=lambda index: runs[index][2]["score"])
     seed, run_dir, median = runs[order[(len(runs) - 1) // 2]]
-    for name in os.listdir(run_dir):
-        path = os.path.join(run_dir, name)
-        if os.path.isfile(path) and name not in (EVAL_RESULTS, EVAL_HISTORY, "checkpoint") and \
-                not name.startswith("ckpt-"):
-            shutil.copyfile(path, os.path.join(model_dir, name))
+    for name in file_system.listdir(run_dir):
+        path = file_system.join(run_dir, name)
+        if file_system.isfile(path) and name not in (EVAL_RESULTS, EVAL_HISTORY, "checkpoint") \
+                and not name.startswith("ckpt-"):
+            file_system.copy(path, file_system.join(model_dir, name))
     metric_names = [name for name, value in median.items() if isinstance(value, float)]
     summary = {name: _spread([run[2][name] for run in runs]) for name in metric_names
                if all(isinstance(run[2].get(name), float) for run in runs)}
     results = {**median, "seed": seed, "seeds_summary": summary,
                "seeds": {str(run[0]): run[2] for run in runs},
                "degenerate_seeds": [run[0] for run in runs if run[2]["degenerate"]]}
-    write_json(os.path.join(model_dir, EVAL_RESULTS), results)
+    write_json(file_system.join(model_dir, EVAL_RESULTS), results)
     for name, spread in summary.items():
         log(f"{name}: median {spread['median']:.4f} (min {spread['min']:.4f}, "
             f"max {spread['max']:.4f}, std {spread['std']:.4f}) over {len(runs)} seeds")
@@ -179,7 +179,8 @@ def finetune(task, make_encoder, tokenizer, files, model_dir, settings, strategy
 def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, strategy, seed, log,
                   distillation=None, run_record=None):
     """One seed's run (see the module docstring); returns its `eval_results.json` content."""
-    remove_stale_siblings(os.path.join(model_dir, MODEL_FILE))  # a killed run's half-saved model
+    # A killed run's half-saved model.
+    remove_stale_siblings(file_system.join(model_dir, MODEL_FILE))
     train_examples = task.read(files.train, "train")[:settings.max_train_examples]
     dev_sets = [(path, task.read(path, "dev")) for path in files.dev]
     settings = dataclasses.replace(settings, labels=settings.labels or
@@ -210,7 +211,7 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
             layerwise_lr_multipliers(model, settings.layerwise_lr_decay)))
     if run_record is not None:  # nothing is written before this
         run_record.start(model_record(model, settings), log=log)
-    os.makedirs(model_dir, exist_ok=True)
+    file_system.makedirs(model_dir)
     log(f"{task.name}: {len(train_examples)} training examples, {batches_per_epoch} batches of "
         f"{settings.train_batch_size} per epoch, {train_steps} steps")
 
@@ -225,7 +226,7 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
         return distribute(batches, settings.tf_data_service, DISTRIBUTED_EPOCH)
 
     history = _read_history(model_dir)
-    writer = tf.summary.create_file_writer(os.path.join(model_dir, "eval"))
+    writer = tf.summary.create_file_writer(file_system.join(model_dir, "eval"))
     for epoch, end_step in enumerate(epoch_ends, start=1):
         if any(entry["epoch"] == epoch for entry in history):
             continue  # trained and evaluated before a restart
@@ -239,7 +240,7 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
             settings.null_score_diff_threshold = task.tuned_null_threshold(
                 model, tuning_examples, tokenizer, settings, settings.eval_batch_size)
         entry = evaluate_dev(task, model, tokenizer, dev_sets, settings,
-                             os.path.join(model_dir, "epochs", f"epoch_{epoch}"))
+                             file_system.join(model_dir, "epochs", f"epoch_{epoch}"))
         entry.update(epoch=epoch, step=end_step)
         log(f"\nEpoch {epoch}: " + ", ".join(f"{name} {value:.4f}" for name, value in
                                            entry.items() if isinstance(value, float)))
@@ -253,11 +254,11 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
         if all(entry["score"] > old["score"] for old in history):
             _keep_best(model, model_dir, entry)
         history.append(entry)
-        write_json(os.path.join(model_dir, EVAL_HISTORY), history)
+        write_json(file_system.join(model_dir, EVAL_HISTORY), history)
     writer.flush()
     best = max(history, key=lambda old: old["score"])
     if files.test:
-        best_model = keras.models.load_model(os.path.join(model_dir, MODEL_FILE))
+        best_model = keras.models.load_model(file_system.join(model_dir, MODEL_FILE))
         for path in files.test:
             written = task.predict(best_model, task.read(path, "test"), tokenizer, settings,
                                    settings.eval_batch_size, model_dir, path)
@@ -287,19 +288,17 @@ def run_outputs(model_dir):
     >>> [os.path.relpath(path, model_dir) for path in run_outputs(model_dir)]
     ['dev_predictions.tsv', 'epochs', 'eval_history.json']
     """
-    seed_dirs = [os.path.join(model_dir, name) for name in sorted(os.listdir(model_dir))
-                 if _SEED_DIR.fullmatch(name)] if os.path.isdir(model_dir) else []
+    seed_dirs = [file_system.join(model_dir, name) for name in _names_in(model_dir)
+                 if _SEED_DIR.fullmatch(name)]
+    epochs = file_system.join(model_dir, "epochs")
     copied = set()
-    for folder in [os.path.join(model_dir, "epochs", name) for name in (
-            os.listdir(os.path.join(model_dir, "epochs"))
-            if os.path.isdir(os.path.join(model_dir, "epochs")) else [])] + seed_dirs:
-        if os.path.isdir(folder):
-            copied.update(name for name in os.listdir(folder)
-                          if os.path.isfile(os.path.join(folder, name)))
+    for folder in [file_system.join(epochs, name) for name in _names_in(epochs)] + seed_dirs:
+        copied.update(name for name in _names_in(folder)
+                      if file_system.isfile(file_system.join(folder, name)))
     names = {EVAL_RESULTS, EVAL_HISTORY, MODEL_FILE, "epochs", "eval", *TEST_PREDICTION_FILES,
              *copied}
-    written = [os.path.join(model_dir, name) for name in names
-               if os.path.lexists(os.path.join(model_dir, name))]
+    written = [file_system.join(model_dir, name) for name in names
+               if _entry_exists(file_system.join(model_dir, name))]
     return sorted(set(written + seed_dirs + matching(*TRAINING_OUTPUTS)(model_dir)))
 
 
@@ -316,12 +315,12 @@ def load_task_teacher(path):
     ValueError: --teacher /nonexistent/teacher: ...
     """
     path = os.fspath(path)
-    run_model = os.path.join(path, MODEL_FILE)
-    if path.endswith(".keras") and os.path.isfile(path):
+    run_model = file_system.join(path, MODEL_FILE)
+    if path.endswith(".keras") and file_system.isfile(path):
         model = keras.models.load_model(path)
-    elif os.path.isfile(run_model):
+    elif file_system.isfile(run_model):
         model = keras.models.load_model(run_model)
-    elif os.path.isfile(os.path.join(path, "config.json")):
+    elif file_system.isfile(file_system.join(path, "config.json")):
         model = from_hf(path)
     else:
         raise ValueError(f"--teacher {path}: not a .keras file, a kerasbert-finetune model "
@@ -348,7 +347,7 @@ def _build_student(task, make_encoder, settings, distillation):
 def evaluate_dev(task, model, tokenizer, dev_sets, settings, output_dir):
     """The metrics on every dev file, prediction files written to `output_dir`: the first file's
     metrics under their own names, the others' under the file's name (e.g. `dev_mismatched`)."""
-    os.makedirs(output_dir, exist_ok=True)
+    file_system.makedirs(output_dir)
     entry = {}
     for number, (path, examples) in enumerate(dev_sets):
         evaluation = task.evaluate(model, examples, tokenizer, settings, settings.eval_batch_size,
@@ -387,19 +386,29 @@ def write_json(path, value):
 
 def _keep_best(model, model_dir, entry):
     """Copy the epoch's prediction files to `model_dir`, save the model, then the results."""
-    epoch_dir = os.path.join(model_dir, "epochs", f"epoch_{entry['epoch']}")
-    for name in os.listdir(epoch_dir):
-        shutil.copyfile(os.path.join(epoch_dir, name), os.path.join(model_dir, name))
-    with atomic_path(os.path.join(model_dir, MODEL_FILE)) as temporary:
+    epoch_dir = file_system.join(model_dir, "epochs", f"epoch_{entry['epoch']}")
+    for name in file_system.listdir(epoch_dir):
+        file_system.copy(file_system.join(epoch_dir, name), file_system.join(model_dir, name))
+    with atomic_path(file_system.join(model_dir, MODEL_FILE)) as temporary:
         model.save(temporary)
-    write_json(os.path.join(model_dir, EVAL_RESULTS), entry)
+    write_json(file_system.join(model_dir, EVAL_RESULTS), entry)
 
 
 def _read_history(model_dir):
-    path = os.path.join(model_dir, EVAL_HISTORY)
-    if not os.path.exists(path):
+    path = file_system.join(model_dir, EVAL_HISTORY)
+    if not file_system.exists(path):
         return []
     return read_json_file(path, "a kerasbert-finetune evaluation history", expected=list)
+
+
+def _names_in(folder):
+    """The names in `folder`, or none if it is not a folder."""
+    return file_system.listdir(folder) if file_system.isdir(folder) else []
+
+
+def _entry_exists(path):
+    """Whether `path` names something (a local dangling symbolic link counts)."""
+    return os.path.lexists(path) if file_system.is_local(path) else file_system.exists(path)
 
 
 def _num_labels(task, settings):
@@ -409,7 +418,7 @@ def _num_labels(task, settings):
 
 
 def _file_stem(path):
-    return os.path.basename(path).split(".")[0]
+    return file_system.basename(path).split(".")[0]
 
 
 def _spread(values):

@@ -12,10 +12,10 @@ prediction file of a test split.
 """
 
 import dataclasses
-import os
 
 import numpy as np
 
+from kerasbert import file_system
 from kerasbert.data import conll, glue, squad, squad_decoding, swag
 # `kerasbert.data.squad_features` is the function (the package exports it over its module).
 from kerasbert.data.squad_features import squad_dataset, squad_features
@@ -147,7 +147,7 @@ class GlueFinetuning(FinetuningTask):
         metrics = glue_metrics.glue_metrics(self.task, glue.example_labels(self.task, examples),
                                             predictions)
         if output_dir is not None:
-            glue.write_dev_predictions(os.path.join(output_dir, self._predictions_file(path)),
+            glue.write_dev_predictions(file_system.join(output_dir, self._predictions_file(path)),
                                        self.task, examples, predictions)
         return Evaluation(metrics, float(np.mean(list(metrics.values()))),
                           glue_metrics.is_degenerate(predictions))
@@ -159,7 +159,7 @@ class GlueFinetuning(FinetuningTask):
             return glue.write_test_predictions(output_dir, self.task, split, examples,
                                                predictions)
         return glue.write_dev_predictions(
-            os.path.join(output_dir, "test_predictions.tsv"), self.task, examples, predictions)
+            file_system.join(output_dir, "test_predictions.tsv"), self.task, examples, predictions)
 
     def _predictions(self, model, examples, tokenizer, settings, batch_size):
         dataset = self.dataset(examples, tokenizer, settings, batch_size, training=False)
@@ -271,7 +271,7 @@ class ConllFinetuning(FinetuningTask):
         predicted = conll.predicted_tags(examples, settings.labels, outputs["logits"],
                                          inputs.batches)
         if output_dir is not None:
-            conll.write_conll_predictions(os.path.join(output_dir, "dev_predictions.txt"),
+            conll.write_conll_predictions(file_system.join(output_dir, "dev_predictions.txt"),
                                           examples, predicted)
         metrics = entity_metrics.entity_scores([list(s.tags) for s in examples], predicted)
         return Evaluation(metrics, metrics["f1"],
@@ -279,7 +279,7 @@ class ConllFinetuning(FinetuningTask):
 
     def predict(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
         predicted = self._tags(model, examples, tokenizer, settings, batch_size)
-        return conll.write_conll_predictions(os.path.join(output_dir, "test_predictions.txt"),
+        return conll.write_conll_predictions(file_system.join(output_dir, "test_predictions.txt"),
                                              examples, predicted)
 
     def _tags(self, model, examples, tokenizer, settings, batch_size):
@@ -310,7 +310,7 @@ class SwagFinetuning(FinetuningTask):
         examples = inputs.examples
         predictions = np.argmax(outputs["logits"], axis=1)
         if output_dir is not None:
-            swag.write_swag_predictions(os.path.join(output_dir, "dev_predictions.tsv"),
+            swag.write_swag_predictions(file_system.join(output_dir, "dev_predictions.tsv"),
                                         examples, predictions)
         metrics = glue_metrics.compute_metrics(swag.METRICS, swag.swag_labels(examples),
                                                predictions)
@@ -318,7 +318,7 @@ class SwagFinetuning(FinetuningTask):
 
     def predict(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
         predictions = self._choices(model, examples, tokenizer, settings, batch_size)
-        return swag.write_swag_predictions(os.path.join(output_dir, "test_predictions.tsv"),
+        return swag.write_swag_predictions(file_system.join(output_dir, "test_predictions.tsv"),
                                            examples, predictions)
 
     def _choices(self, model, examples, tokenizer, settings, batch_size):

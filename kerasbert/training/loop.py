@@ -14,12 +14,11 @@ with `max_recoveries`, rolls back to the last checkpoint and skips the batch
 whose loss was not finite.
 """
 
-import os
-
 import keras
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
+from kerasbert import file_system
 from kerasbert.training.preemption import (TrainingInterrupted, TrainingPreempted,
                                            preemption_watcher)
 
@@ -112,7 +111,7 @@ def train(model, strategy, dataset_fn, model_dir, train_steps, *, steps_per_loop
     last_good = restore_latest(checkpoint, manager, log)
     if last_good:
         log(f"Restored {last_good} at step {int(step.numpy())}")
-    writer = tf.summary.create_file_writer(os.path.join(model_dir, "train"))
+    writer = tf.summary.create_file_writer(file_system.join(model_dir, "train"))
     model_step = tf.function(model.train_step, jit_compile=True) if jit_compile else (
         model.train_step)
 
@@ -313,4 +312,4 @@ def _checkpoint_dir(strategy, model_dir):
             resolver.task_type == "worker" and resolver.task_id == 0
             and "chief" not in resolver.cluster_spec().as_dict()):
         return model_dir
-    return os.path.join(model_dir, f".{resolver.task_type}-{resolver.task_id}")
+    return file_system.join(model_dir, f".{resolver.task_type}-{resolver.task_id}")

@@ -13,6 +13,7 @@ from typing import Callable, Optional
 import keras
 import tensorflow as tf
 
+from kerasbert import file_system
 from kerasbert.config import EncoderConfig
 from kerasbert.convert import from_google, from_hf
 from kerasbert.convert.from_google import config_beside, is_checkpoint_prefix
@@ -71,15 +72,15 @@ def pretrained_source(path):
     kerasbert.training.pretrained_sources.PretrainedSourceError: ...
     """
     path = os.fspath(path)
-    if os.path.isfile(os.path.join(path, "config.json")):
+    if file_system.isfile(file_system.join(path, "config.json")):
         tokenizer = None
-        if any(os.path.isfile(os.path.join(path, name)) for name in _TOKENIZER_FILES):
+        if any(file_system.isfile(file_system.join(path, name)) for name in _TOKENIZER_FILES):
             tokenizer = tokenizer_from_hf(path)
         return PretrainedSource("huggingface", lambda: from_hf(path, encoder_only=True),
                                 tokenizer)
-    if path.endswith(".keras") and os.path.isfile(path):
+    if path.endswith(".keras") and file_system.isfile(path):
         return PretrainedSource("keras", lambda: encoder_of(keras.models.load_model(path)), None)
-    if os.path.isfile(os.path.join(path, PRETRAINED_MODEL_FILE)):
+    if file_system.isfile(file_system.join(path, PRETRAINED_MODEL_FILE)):
         description, checkpoint, tokenizer = _read_pretraining_run(path)
         return PretrainedSource(
             "kerasbert-pretrain",
@@ -123,8 +124,8 @@ def pretraining_run_model(path):
 
 def _read_pretraining_run(path):
     """`kerasbert_model.json`'s content, the latest checkpoint and the tokenizer of a run."""
-    description_path = os.path.join(path, PRETRAINED_MODEL_FILE)
-    if not os.path.isfile(description_path):
+    description_path = file_system.join(path, PRETRAINED_MODEL_FILE)
+    if not file_system.isfile(description_path):
         raise PretrainedSourceError(f"{path}: not a kerasbert-pretrain directory (no "
                                     f"{PRETRAINED_MODEL_FILE})")
     description = read_json_file(description_path, f"a {PRETRAINED_MODEL_FILE}")
@@ -145,7 +146,9 @@ def _model_from_pretraining(description, checkpoint):
     else:
         model = PretrainingModel(build_encoder(config), description["heads"])
     encoder = encoder_of(model)
-    stored = {name for name, _ in tf.train.list_variables(checkpoint)}
+    # The prefix is read as it is: `tf.train.list_variables` first asks whether it names a
+    # folder, which `ram://` answers yes for any prefix of stored names (`ckpt-4.index`).
+    stored = set(tf.compat.v1.train.NewCheckpointReader(checkpoint).get_variable_to_shape_map())
     missing = [weight.path for weight in encoder.weights
                if _checkpoint_key(weight) not in stored]
     if missing:

@@ -22,9 +22,10 @@ import dataclasses
 import glob
 import json
 import os
-import shutil
+import posixpath
 from typing import Callable, Optional
 
+from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
 
 RUN_RECORD_FILE = "kerasbert_run.json"
@@ -58,7 +59,7 @@ def absolute(value):
         return None
     if isinstance(value, (list, tuple)):
         return [absolute(item) for item in value]
-    return value if "://" in value else os.path.abspath(value)
+    return value if "://" in value else file_system.absolute(value)
 
 
 def recorded_flags(flag_values):
@@ -79,7 +80,8 @@ def matching(*patterns):
     """An `outputs` function: the entries of the model directory that match `patterns`."""
     def outputs(model_dir):
         return sorted({path for pattern in patterns
-                       for path in glob.glob(os.path.join(glob.escape(model_dir), pattern))})
+                       for path in file_system.glob(file_system.join(glob.escape(model_dir),
+                                                                     pattern))})
     return outputs
 
 
@@ -115,7 +117,7 @@ class RunRecord:
 
     @property
     def path(self):
-        return os.path.join(self.model_dir, RUN_RECORD_FILE)
+        return file_system.join(self.model_dir, RUN_RECORD_FILE)
 
     def check(self, model=None):
         """Raise `RunRecordError` unless the directory holds no run yet, or the run recorded with
@@ -130,7 +132,7 @@ class RunRecord:
             if earlier:
                 raise RunRecordError(
                     f"{self.model_dir} holds files of an earlier run ("
-                    f"{', '.join(os.path.relpath(path, self.model_dir) for path in earlier[:3])}"
+                    f"{', '.join(_relative(path, self.model_dir) for path in earlier[:3])}"
                     f"{', ...' if len(earlier) > 3 else ''}) but no {RUN_RECORD_FILE}, so what "
                     "it was started with is unknown; give another --model_dir, or --overwrite "
                     "to start over")
@@ -162,13 +164,10 @@ class RunRecord:
         if self.overwrite:
             removed = self.outputs(self.model_dir)
             for path in removed:
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                elif os.path.lexists(path):
-                    os.remove(path)
+                _remove(path)
             if removed:
                 log(f"--overwrite: removed the earlier run from {self.model_dir} ("
-                    f"{', '.join(os.path.relpath(path, self.model_dir) for path in removed)})")
+                    f"{', '.join(_relative(path, self.model_dir) for path in removed)})")
         if self.overwrite or self._read() is None:
             write_atomically(self.path, json.dumps(
                 {"program": self.program, "flags": self.flags, "model": model},
@@ -177,11 +176,10 @@ class RunRecord:
         return removed
 
     def _read(self):
-        if not os.path.isfile(self.path):
+        if not file_system.isfile(self.path):
             return None
         try:
-            with open(self.path, encoding="utf-8") as file:
-                recorded = json.load(file)
+            recorded = json.loads(file_system.read_text(self.path))
         except (OSError, ValueError) as error:
             raise RunRecordError(f"{self.path} cannot be read ({error}); give another "
                                  "--model_dir, or --overwrite to start over") from None
@@ -193,16 +191,33 @@ class RunRecord:
     def _check_inputs_survive(self):
         """With `overwrite`: no path flag may point at what is about to be removed (e.g.
         `--init_checkpoint=<model_dir>/ckpt-10`)."""
-        doomed = [os.path.abspath(path) for path in self.outputs(self.model_dir)]
+        doomed = [file_system.absolute(path) for path in self.outputs(self.model_dir)]
         for name, value in self.flags.items():
             if name not in PATH_FLAGS or value is None:
                 continue
             for path in value if isinstance(value, list) else [value]:
-                if any(path == gone or path.startswith(gone + os.sep) or
+                if any(file_system.is_within(path, gone) or
                        (gone.startswith(path) and gone[len(path):len(path) + 1] in (".", ""))
                        for gone in doomed):
                     raise RunRecordError(f"--{name}={path} is among the files of the earlier run "
                                          f"that --overwrite removes from {self.model_dir}")
+
+
+def _remove(path):
+    """Remove the file or folder `path` (a symbolic link itself, not what it points to)."""
+    if file_system.is_local(path) and os.path.islink(path):
+        os.remove(path)
+    elif file_system.isdir(path):
+        file_system.rmtree(path)
+    elif file_system.exists(path):
+        file_system.remove(path)
+
+
+def _relative(path, folder):
+    """`path` relative to `folder` (both local, or both URLs of one file system)."""
+    if file_system.is_local(path):
+        return os.path.relpath(path, folder)
+    return posixpath.relpath(path.split("://", 1)[1], folder.split("://", 1)[1])
 
 
 def _differences(recorded, given, prefix):

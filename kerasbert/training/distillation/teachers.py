@@ -5,6 +5,7 @@ import os
 
 import keras
 
+from kerasbert import file_system
 from kerasbert.convert import from_hf
 from kerasbert.json_files import read_json_file
 from kerasbert.models.electra import ElectraPretrainer
@@ -60,13 +61,13 @@ def load_teacher(path):
     """
     path = os.fspath(path)
     tokenizer = None
-    if os.path.isfile(os.path.join(path, "config.json")):
+    if file_system.isfile(file_system.join(path, "config.json")):
         model = from_hf(path)
-        if any(os.path.isfile(os.path.join(path, name)) for name in _TOKENIZER_FILES):
+        if any(file_system.isfile(file_system.join(path, name)) for name in _TOKENIZER_FILES):
             tokenizer = tokenizer_from_hf(path)
-    elif path.endswith(".keras") and os.path.isfile(path):
+    elif path.endswith(".keras") and file_system.isfile(path):
         model = keras.saving.load_model(path)
-    elif os.path.isfile(os.path.join(path, PRETRAINED_MODEL_FILE)):
+    elif file_system.isfile(file_system.join(path, PRETRAINED_MODEL_FILE)):
         model, tokenizer = pretraining_run_model(path)
     else:
         raise ValueError(f"{path}: not a teacher model: give a .keras file, a kerasbert-pretrain "
@@ -86,12 +87,12 @@ def teacher_tokenizer_arguments(path):
     >>> teacher_tokenizer_arguments(tempfile.mkdtemp()) is None
     True
     """
-    path = os.path.abspath(path)
-    if os.path.isfile(os.path.join(path, "config.json")):
-        if any(os.path.isfile(os.path.join(path, name)) for name in _TOKENIZER_FILES):
+    path = file_system.absolute(path)
+    if file_system.isfile(file_system.join(path, "config.json")):
+        if any(file_system.isfile(file_system.join(path, name)) for name in _TOKENIZER_FILES):
             return {"tokenizer_dir": path}
         return None
-    description = os.path.join(path, PRETRAINED_MODEL_FILE)
-    if os.path.isfile(description):
+    description = file_system.join(path, PRETRAINED_MODEL_FILE)
+    if file_system.isfile(description):
         return read_json_file(description, f"a {PRETRAINED_MODEL_FILE}").get("tokenizer")
     return None
