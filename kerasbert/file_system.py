@@ -160,7 +160,10 @@ def _ram_exists(path):
     parent = dirname(path)
     if not _gfile().exists(parent):
         return False
-    return basename(path) in _ram_listdir(parent)
+    try:
+        return basename(path) in _ram_listdir(parent)
+    except FileNotFoundError:  # the "folder" is a file
+        return False
 
 
 def exists(path):
@@ -322,7 +325,8 @@ def open_file(path, mode="r", encoding="utf-8", errors=None, newline=None):
 
     A remote file opened for reading that is not there raises `FileNotFoundError` at once. A
     remote binary file reads and splits lines as a local one does (TensorFlow's own `GFile`
-    drops every `\\r` from the lines it gives).
+    drops every `\\r` from the lines it gives). Writing a remote file makes its folder first
+    (object stores need none, but `ram://` lists only the folders made).
     """
     if is_local(path):
         if "b" in mode:
@@ -332,6 +336,8 @@ def open_file(path, mode="r", encoding="utf-8", errors=None, newline=None):
         raise _not_found(path)
     if "w" in mode:
         _clear_for_writing(path)
+    if "w" in mode or "a" in mode:
+        makedirs(dirname(path))
     binary_mode = mode.replace("t", "").replace("b", "") + "b"
     raw = _RawGFile(_gfile().GFile(path, binary_mode))
     if "b" in mode:

@@ -88,6 +88,9 @@ def test_remote_binary_lines_are_the_local_ones(ram_folder, tmp_path):
 
 
 def test_missing_remote_file_is_a_python_error_naming_it(ram_folder):
+    with file_system.open_file(file_system.join(ram_folder, "model.keras"), "wb") as file:
+        file.write(b"a file, not a folder")
+    assert not file_system.exists(file_system.join(ram_folder, "model.keras", "config.json"))
     missing = file_system.join(ram_folder, "vocab.txt")
     with pytest.raises(FileNotFoundError, match="vocab.txt"):
         file_system.open_file(missing)
