@@ -40,7 +40,8 @@ import tensorflow as tf
 from tensorflow.lite.python import convert as _tflite_convert
 from tensorflow.lite.python import schema_py_generated as _schema
 
-QUANTIZATIONS = ("none", "float16", "dynamic_int8", "int8")
+from kerasbert.choices import QUANTIZATIONS
+
 TFLITE_FILE_NAMES = {"none": "model.tflite", "float16": "model_float16.tflite",
                      "dynamic_int8": "model_dynamic_int8.tflite", "int8": "model_int8.tflite"}
 SIGNATURE_KEY = "serving_default"
