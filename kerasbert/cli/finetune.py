@@ -30,32 +30,18 @@ saved.
         --student_layers=6 --vocab_file=vocab.txt --model_dir=runs/sst2_distilled
 """
 
-import os
+from absl import app, flags, logging
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import keras  # noqa: E402
-from absl import app, flags, logging  # noqa: E402
-
-from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
-from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
-from kerasbert.cli.flag_bounds import require_positive  # noqa: E402
-from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
-from kerasbert.convert import from_hf  # noqa: E402
-from kerasbert.data.service import service_address  # noqa: E402
-from kerasbert.models.encoder import build_encoder  # noqa: E402
-from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
-from kerasbert.training.finetune import (EVAL_RESULTS, MODEL_FILE, Distillation,  # noqa: E402
-                                         FinetuneSettings, TaskFiles, evaluate_dev, finetune,
-                                         load_task_teacher, run_outputs, write_json)
-from kerasbert.training.finetuning_tasks import FINETUNING_TASKS, get_finetuning_task  # noqa: E402
-from kerasbert.training.loop import TrainingError  # noqa: E402
-from kerasbert.training.pretrained_sources import pretrained_source  # noqa: E402
-from kerasbert.training.run_record import RunRecord, recorded_flags  # noqa: E402
+from kerasbert import file_system
+from kerasbert.choices import FINETUNING_TASK_NAMES
+from kerasbert.cli import training_flags  # noqa: F401  (--model_dir, --strategy, ...)
+from kerasbert.cli.data_flags import tokenizer_from_flags
+from kerasbert.cli.flag_bounds import require_positive
+from kerasbert.cli.one_line_errors import run_reporting_errors
 
 FLAGS = flags.FLAGS
 FLAGS.set_default("learning_rate", 5e-5)  # as in the BERT paper
-flags.DEFINE_enum("task", None, sorted(FINETUNING_TASKS), "The task.", required=True)
+flags.DEFINE_enum("task", None, FINETUNING_TASK_NAMES, "The task.", required=True)
 flags.DEFINE_string("data_dir", None, "Folder of the task's files under their official names.")
 flags.DEFINE_string("train_file", None, "Training file (default: the official name under "
                     "--data_dir).")
@@ -115,6 +101,12 @@ require_positive("num_train_epochs", "layerwise_lr_decay", "temperature")
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    import keras
+
+    from kerasbert.data.service import service_address
+    from kerasbert.training.finetune import FinetuneSettings
+    from kerasbert.training.finetuning_tasks import get_finetuning_task
+
     logging.set_verbosity(logging.WARNING)
     task = get_finetuning_task(FLAGS.task)
     files = _task_files(task)
@@ -144,6 +136,12 @@ def main(argv):
 
 
 def _train_and_eval(task, files, settings):
+    from kerasbert.models.encoder import build_encoder
+    from kerasbert.training.distribute import get_strategy, strategy_summary
+    from kerasbert.training.finetune import EVAL_RESULTS, finetune, run_outputs
+    from kerasbert.training.pretrained_sources import pretrained_source
+    from kerasbert.training.run_record import RunRecord, recorded_flags
+
     if files.train is None:
         raise app.UsageError("train_and_eval needs --train_file or --data_dir")
     record = RunRecord(FLAGS.model_dir, "kerasbert-finetune", recorded_flags(FLAGS), run_outputs,
@@ -174,12 +172,14 @@ def _train_and_eval(task, files, settings):
     seeds = [FLAGS.seed + offset for offset in range(FLAGS.num_seeds)]
     results = finetune(task, make_encoder, tokenizer, files, FLAGS.model_dir, settings,
                        strategy, seeds, distillation=distillation, run_record=record)
-    print(f"\nBest dev results ({os.path.join(FLAGS.model_dir, EVAL_RESULTS)}): " + ", ".join(
+    print(f"\nBest dev results ({file_system.join(FLAGS.model_dir, EVAL_RESULTS)}): " + ", ".join(
         f"{name} {value:.4f}" for name, value in results.items() if isinstance(value, float)))
 
 
 def _distillation():
     """The `Distillation` the flags ask for (the teacher loaded), or None without --teacher."""
+    from kerasbert.training.finetune import Distillation, load_task_teacher
+
     distillation_flags = ("temperature", "distill_alpha", "student_layers")
     if FLAGS.teacher is None:
         given = [f"--{name}" for name in distillation_flags if FLAGS[name].present]
@@ -202,14 +202,23 @@ def _distillation():
 
 def _hf_tokenizer(path):
     """The tokenizer of a Hugging Face folder at `path`, or None."""
-    if not os.path.isfile(os.path.join(path, "config.json")):
+    from kerasbert.training.pretrained_sources import pretrained_source
+
+    if not file_system.isfile(file_system.join(path, "config.json")):
         return None
     return pretrained_source(path).tokenizer
 
 
 def _evaluate_or_predict(task, files, settings):
-    model_path = os.path.join(FLAGS.model_dir, MODEL_FILE)
-    source = model_path if os.path.isfile(model_path) or not FLAGS.init_from else FLAGS.init_from
+    import keras
+
+    from kerasbert.convert import from_hf
+    from kerasbert.training.finetune import EVAL_RESULTS, MODEL_FILE, evaluate_dev, write_json
+    from kerasbert.training.pretrained_sources import pretrained_source
+
+    model_path = file_system.join(FLAGS.model_dir, MODEL_FILE)
+    source = (model_path if file_system.isfile(model_path) or not FLAGS.init_from
+              else FLAGS.init_from)
     if source.endswith(".keras"):
         model = keras.models.load_model(source)
         tokenizer = _tokenizer(None)
@@ -220,11 +229,11 @@ def _evaluate_or_predict(task, files, settings):
         raise app.UsageError(f"{source} is not a {task.model_task} model")
     settings.labels = [model.id2label[index] for index in sorted(model.id2label)] if \
         model.id2label else None
-    os.makedirs(FLAGS.model_dir, exist_ok=True)
+    file_system.makedirs(FLAGS.model_dir)
     if FLAGS.mode == "eval":
         entry = evaluate_dev(task, model, tokenizer, [(path, task.read(path, "dev"))
                                                       for path in files.dev], settings, FLAGS.model_dir)
-        write_json(os.path.join(FLAGS.model_dir, EVAL_RESULTS), entry)
+        write_json(file_system.join(FLAGS.model_dir, EVAL_RESULTS), entry)
         print(", ".join(f"{name} {value:.4f}" for name, value in entry.items()
                         if isinstance(value, float)))
         return
@@ -236,9 +245,11 @@ def _evaluate_or_predict(task, files, settings):
 
 
 def _task_files(task):
+    from kerasbert.training.finetune import TaskFiles
+
     def official(role, required):
-        names = [os.path.join(FLAGS.data_dir, name) for name in task.default_files[role]]
-        return [path for path in names if required or os.path.exists(path)]
+        names = [file_system.join(FLAGS.data_dir, name) for name in task.default_files[role]]
+        return [path for path in names if required or file_system.exists(path)]
 
     if FLAGS.data_dir is None and FLAGS.train_file is None and FLAGS.mode == "train_and_eval":
         raise app.UsageError("Give --data_dir or --train_file")
@@ -248,7 +259,7 @@ def _task_files(task):
     if FLAGS.mode != "predict" and not dev:
         raise app.UsageError("Give --dev_file or --data_dir")
     for path in ([train] if train and FLAGS.mode == "train_and_eval" else []) + dev + list(test):
-        if not os.path.isfile(path):
+        if not file_system.isfile(path):
             raise FileNotFoundError(f"{task.name} file {path} does not exist")
     return TaskFiles(train, dev, list(test))
 
@@ -263,7 +274,7 @@ def _tokenizer(default, source_flag="--init_from"):
 
 
 def run():
-    run_reporting_errors(main, "kerasbert-finetune", expected=(TrainingError,))
+    run_reporting_errors(main, "kerasbert-finetune", expected=("kerasbert.training.loop.TrainingError",))
 
 
 if __name__ == "__main__":
