@@ -7,26 +7,14 @@ The names below are imported on first use (PEP 562): importing `kerasbert.export
 another light module of the package does not load onnx, tf2onnx or the TFLite converter.
 """
 
-import importlib
+from kerasbert.lazy_names import lazy_names
 
-# name: (module, its name there)
-_EXPORTS = {
-    "ExportError": ("kerasbert.export.errors", "ExportError"),
-    "FORMATS": ("kerasbert.choices", "EXPORT_FORMATS"),
-    "QUANTIZATIONS": ("kerasbert.choices", "QUANTIZATIONS"),
-    "REPORT_FILE": ("kerasbert.export.exporter", "REPORT_FILE"),
-    "export": ("kerasbert.export.exporter", "export"),
-}
+__getattr__, __dir__ = lazy_names(__name__, {
+    "ExportError": "kerasbert.export.errors:ExportError",
+    "FORMATS": "kerasbert.choices:EXPORT_FORMATS",
+    "QUANTIZATIONS": "kerasbert.choices:QUANTIZATIONS",
+    "REPORT_FILE": "kerasbert.export.exporter:REPORT_FILE",
+    "export": "kerasbert.export.exporter:export",
+})
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'kerasbert.export' has no attribute {name!r}")
-    module, attribute = _EXPORTS[name]
-    return getattr(importlib.import_module(module), attribute)
-
-
-def __dir__():
-    return sorted({*globals(), *__all__})
+__all__ = ["ExportError", "FORMATS", "QUANTIZATIONS", "REPORT_FILE", "export"]

@@ -8,29 +8,18 @@ LiteRT) nor matplotlib: the subpackages and `EncoderConfig` are imported when fi
 reload with no custom objects.
 """
 
-import importlib
-
 __version__ = "0.1.0"
 
 from kerasbert import quiet_startup
+from kerasbert.lazy_names import lazy_names
 
 if quiet_startup.is_console_script():
     quiet_startup.exit_on_interrupt_while_starting()
 
 _SUBPACKAGES = ("convert", "data", "export", "layers", "models", "tokenizers", "training", "zoo")
 
+__getattr__, __dir__ = lazy_names(__name__, {
+    "EncoderConfig": "kerasbert.config:EncoderConfig",
+    **{name: f"kerasbert.{name}" for name in _SUBPACKAGES}})
+
 __all__ = ["EncoderConfig", *_SUBPACKAGES]
-
-
-def __getattr__(name):
-    """`EncoderConfig` and the subpackages, imported on first use (PEP 562)."""
-    if name == "EncoderConfig":
-        from kerasbert.config import EncoderConfig
-        return EncoderConfig
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f"kerasbert.{name}")
-    raise AttributeError(f"module 'kerasbert' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted({*globals(), *__all__})
