@@ -84,8 +84,8 @@ def main(argv):
     from kerasbert.training.distillation import (PretrainingDistiller, load_teacher,
                                                  student_pretraining_model)
     from kerasbert.training.distillation.teachers import teacher_tokenizer_arguments
+    from kerasbert.json_files import write_json_file
     from kerasbert.training.distribute import get_strategy, strategy_summary
-    from kerasbert.training.finetune import write_json
     from kerasbert.training.loop import train
     from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,
                                                        pretraining_description)
@@ -129,7 +129,7 @@ def main(argv):
         student.encoder.config, student.heads, None,
         tokenizer_arguments() or teacher_tokenizer_arguments(FLAGS.teacher))
     record.start(description)
-    write_json(file_system.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
+    write_json_file(file_system.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
     logs = train(distiller, strategy, lambda context: pretraining_batches(
                      tokenizer, FLAGS.objective, context),
                  FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,

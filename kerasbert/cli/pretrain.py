@@ -52,8 +52,8 @@ def main(argv):
     from kerasbert.models.electra import ElectraPretrainer, generator_config
     from kerasbert.models.encoder import build_encoder
     from kerasbert.models.pretraining import PretrainingModel
+    from kerasbert.json_files import write_json_file
     from kerasbert.training.distribute import get_strategy, strategy_summary
-    from kerasbert.training.finetune import write_json
     from kerasbert.training.loop import train
     from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,
                                                        pretraining_description)
@@ -93,7 +93,7 @@ def main(argv):
         FLAGS.generator_ratio if electra else None, tokenizer_arguments())
     # Written once the initial weights are known to fit, so a refused run leaves nothing behind.
     record.start(description)
-    write_json(file_system.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
+    write_json_file(file_system.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
     logs = train(model, strategy,
                  lambda context: pretraining_batches(tokenizer, FLAGS.objective, context),
                  FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
