@@ -25,31 +25,36 @@ setup(
     packages=LIBRARY_PACKAGES + list(MAPPED_PACKAGES),
     package_dir={"kerasbert": "kerasbert", **MAPPED_PACKAGES},
     package_data={"kerasbert.data.demo": ["*.gz", "*.txt", "*.md", "vocab/*/*"]},
+    # Compatible ranges, each below the dependency's next major version (some tighter, where a
+    # minor release is known to change what we use); constraints.txt pins what CI tested.
     install_requires=[
         "tensorflow>=2.21,<2.22",
         "tensorflow-text>=2.21,<2.22",
         "keras>=3.15,<4",
         "keras-hub>=0.32,<0.33",
         "tf2onnx>=1.17,<1.18",
-        "onnx>=1.16",
+        "onnx>=1.16,<2",
         "onnxruntime>=1.31,<2",
-        "absl-py>=2.1",
-        "numpy>=1.26",
-        "safetensors>=0.4",
-        "sentencepiece>=0.2",
-        "scikit-learn>=1.3",
-        "scipy>=1.11",
-        "seqeval>=1.2.2",
+        "absl-py>=2.1,<3",
+        "numpy>=1.26,<3",
+        "protobuf>=6.31.1,<8",  # google.protobuf (SentencePiece model files); TensorFlow's range
+        "safetensors>=0.4,<1",
+        "sentencepiece>=0.2,<1",
+        "scikit-learn>=1.3,<2",
+        "scipy>=1.11,<2",
+        "seqeval>=1.2.2,<2",
         "ai-edge-litert>=2.3,<3",
-        "matplotlib>=3.8",
+        "matplotlib>=3.8,<4",
     ],
     extras_require={
         "test": [
-            "pytest>=8",
-            "pytest-xdist>=3.6",
+            "pytest>=8,<10",
+            "pytest-xdist>=3.6,<4",
+            "filelock>=3.12,<5",  # tests share one build of slow fixtures between workers
+            "packaging>=23,<27",  # tests/test_packaging.py reads the requirements
             "torch==2.13.0",
             "transformers>=5.0,<6",
-            "tokenizers>=0.22",
+            "tokenizers>=0.22,<1",
         ],
     },
     entry_points={

@@ -27,7 +27,8 @@ from kerasbert.export.tflite import (QUANTIZATIONS, TFLITE_FILE_NAMES, convert_t
                                      op_inventory, require_builtin_ops)
 from kerasbert.models.tasks import encoder_of
 
-FORMATS = ("saved_model", "tflite", "onnx")
+from kerasbert.choices import EXPORT_FORMATS as FORMATS
+
 REPORT_FILE = "export_report.json"
 TEXT_TFLITE_FILE = "model_text.tflite"
 _TEXT_CASES = {

@@ -19,7 +19,7 @@ from kerasbert.export.exporter import REPORT_FILE, TEXT_TFLITE_FILE
 from kerasbert.export.text_tflite import SIGNATURE_KEY, TEXT_INPUT
 from kerasbert.json_files import read_json_file
 
-RUNTIMES = ("tflite", "saved_model")
+from kerasbert.choices import CLASSIFY_RUNTIMES as RUNTIMES
 
 
 def read_report(export_dir):

@@ -41,8 +41,8 @@ from tensorflow.lite.python import convert as _tflite_convert
 from tensorflow.lite.python import schema_py_generated as _schema
 
 from kerasbert import file_system
+from kerasbert.choices import QUANTIZATIONS
 
-QUANTIZATIONS = ("none", "float16", "dynamic_int8", "int8")
 TFLITE_FILE_NAMES = {"none": "model.tflite", "float16": "model_float16.tflite",
                      "dynamic_int8": "model_dynamic_int8.tflite", "int8": "model_int8.tflite"}
 SIGNATURE_KEY = "serving_default"

@@ -8,6 +8,7 @@ the top (`[]` or `3` where an object belongs), or a field that is not there, nam
 import json
 
 from kerasbert import file_system
+from kerasbert.atomic_files import write_atomically
 
 
 class JsonFileError(ValueError):
@@ -84,3 +85,8 @@ def read_json_file(path, what="a JSON file", expected=dict):
         raise JsonFileError(f"{path} is not {what}: it holds {_KINDS.get(type(value), 'a value')}, "
                             f"not {_KINDS[expected]}")
     return _wrapped(value, path, "")
+
+
+def write_json_file(path, value):
+    """Write `value` to `path` as indented JSON with sorted keys, atomically (all or nothing)."""
+    return write_atomically(path, json.dumps(value, indent=2, sort_keys=True) + "\n")

@@ -2,12 +2,14 @@
 
 Loading TensorFlow prints lines such as "Could not find cuda drivers" and "All log messages
 before absl::InitializeLog() is called are written to STDERR" straight to file descriptor 2,
-before `TF_CPP_MIN_LOG_LEVEL` applies: to a user of a binary they are noise. A `kerasbert-*`
-console script imports TensorFlow and starts its devices with descriptor 2 sent to a temporary
-file (replayed if that fails) and C++ logging below errors off unless `TF_CPP_MIN_LOG_LEVEL` is already set.
-Ctrl-C while a console script starts ends it at once with one line, `<program>: interrupted`,
-and status 130 (`kerasbert.cli.one_line_errors` takes over when the binary's `main` starts).
-Python programs that import kerasbert are left alone.
+before `TF_CPP_MIN_LOG_LEVEL` applies: to a user of a binary they are noise. A binary (a
+`kerasbert-*` console script, or `python -m kerasbert.cli.<binary>`) imports TensorFlow once its
+flags are parsed (`kerasbert.cli.one_line_errors`; `--help` never loads it) and starts its
+devices with descriptor 2 sent to a temporary file (replayed if that fails) and C++ logging
+below errors off unless `TF_CPP_MIN_LOG_LEVEL` is already set. Ctrl-C while a console script
+starts ends it at once with one line, `<program>: interrupted`, and status 130
+(`kerasbert.cli.one_line_errors` takes over once the flags are parsed). Python programs that
+import kerasbert are left alone.
 """
 
 import atexit
@@ -71,7 +73,7 @@ def stderr_captured():
 
 
 def import_tensorflow_quietly():
-    """Import TensorFlow as a console script should (see the module docstring)."""
+    """Import TensorFlow as a binary should (see the module docstring)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with stderr_captured():
         import tensorflow

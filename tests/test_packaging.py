@@ -59,3 +59,56 @@ def test_editable_install_resolves_mapped_packages():
     zoo_file, export_file = result.stdout.split()
     assert Path(zoo_file) == ROOT / "zoo" / "__init__.py"
     assert Path(export_file) == ROOT / "export" / "__init__.py"
+
+
+def _setup_requirements():
+    """Every requirement setup.py declares (runtime and extras), as `packaging` requirements."""
+    import ast
+
+    from packaging.requirements import Requirement
+
+    call = next(node for node in ast.walk(ast.parse((ROOT / "setup.py").read_text()))
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setup")
+    keywords = {keyword.arg: keyword.value for keyword in call.keywords}
+    runtime = ast.literal_eval(keywords["install_requires"])
+    extras = ast.literal_eval(keywords["extras_require"])
+    return [Requirement(text) for text in runtime + [text for group in extras.values()
+                                                      for text in group]]
+
+
+def _locked_versions():
+    """`{canonical name: version}` of constraints.txt's `name==version` pins."""
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if "==" in line:
+            name, version = line.split("==")
+            assert canonicalize_name(name) not in pins, f"{name} is pinned twice"
+            pins[canonicalize_name(name)] = version
+    return pins
+
+
+def test_every_requirement_is_locked_inside_its_range():
+    from packaging.utils import canonicalize_name
+
+    pins = _locked_versions()
+    requirements = _setup_requirements()
+    assert len(requirements) > 20
+    unpinned = [str(requirement) for requirement in requirements
+                if canonicalize_name(requirement.name) not in pins]
+    outside = [f"{requirement} (locked {pins[canonicalize_name(requirement.name)]})"
+               for requirement in requirements
+               if canonicalize_name(requirement.name) in pins
+               and not requirement.specifier.contains(pins[canonicalize_name(requirement.name)],
+                                                      prereleases=True)]
+    assert not unpinned and not outside, (unpinned, outside)
+
+
+def test_every_requirement_has_an_upper_bound():
+    """A new major version of a dependency does not reach users untested."""
+    unbounded = [str(requirement) for requirement in _setup_requirements()
+                 if not any(spec.operator in ("<", "<=", "==", "~=")
+                            for spec in requirement.specifier)]
+    assert not unbounded

@@ -8,8 +8,9 @@ keras-hub folders and kerasbert `.keras` files.
 
 from absl import app, flags, logging
 
+from kerasbert.choices import CONVERT_SOURCE_FORMATS as SOURCE_FORMATS
+from kerasbert.choices import CONVERT_TARGET_FORMATS as TARGET_FORMATS
 from kerasbert.cli.one_line_errors import run_reporting_errors
-from kerasbert.convert.conversions import SOURCE_FORMATS, TARGET_FORMATS, convert
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "A TF1 checkpoint prefix (config json beside it), a Hugging "
@@ -28,6 +29,8 @@ flags.DEFINE_string("tokenizer_dir", None, "Tokenizer files (vocab.txt, vocab.js
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    from kerasbert.convert.conversions import convert
+
     logging.set_verbosity(logging.WARNING)
     model = convert(FLAGS.input, FLAGS.output, FLAGS.input_format, FLAGS.output_format,
                     FLAGS.config_json, FLAGS.encoder_only, FLAGS.tokenizer_dir)

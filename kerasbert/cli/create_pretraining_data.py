@@ -36,30 +36,16 @@ with several tasks each task is held to this on its own share).
         --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=5 --num_shards=8
 """
 
-import os
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import app, flags
 
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from absl import app, flags  # noqa: E402
-
-from kerasbert import file_system  # noqa: E402
-from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
-
-from kerasbert.data.corpus import (BAD_LINE_POLICIES, FORMATS, MAX_DOCUMENT_LINES,  # noqa: E402
-                                   CorpusStats, corpus_files)
-from kerasbert.data.empty_shards import EmptyShard, ShareCounts, not_empty  # noqa: E402
-from kerasbert.data.manifest import (combined_manifest, finish_intent, manifest_path,  # noqa: E402
-                                     read_manifest, start_intent, task_manifest,
-                                     task_manifest_path, write_manifest)
-from kerasbert.data.masking import MaskedLmMasker  # noqa: E402
-from kerasbert.data.pretraining import instance_batches  # noqa: E402
-from kerasbert.data.tfrecords import (completed_shards, serialize_instances, shard_paths,  # noqa: E402
-                                      write_tfrecord)
-from kerasbert.cli import instance_flags  # noqa: E402,F401  (defines --objective, ...)
-from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
+from kerasbert import file_system
+from kerasbert.choices import BAD_LINE_POLICIES
+from kerasbert.choices import CORPUS_FORMATS as FORMATS
+from kerasbert.cli import instance_flags  # noqa: F401  (defines --objective, ...)
+from kerasbert.cli.data_flags import tokenizer_from_flags
+from kerasbert.cli.one_line_errors import run_reporting_errors
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("input_file", None, "Input text files or globs (plain or gzip), comma-separated.",
@@ -96,6 +82,15 @@ def main(argv):
     if FLAGS.num_shards < FLAGS.num_tasks:
         raise ValueError(f"--num_shards={FLAGS.num_shards} must be at least --num_tasks="
                          f"{FLAGS.num_tasks}: each task builds whole shards")
+    import keras
+
+    from kerasbert.data.corpus import CorpusStats, corpus_files
+    from kerasbert.data.empty_shards import EmptyShard, ShareCounts, not_empty
+    from kerasbert.data.manifest import (finish_intent, start_intent, task_manifest,
+                                         task_manifest_path, write_manifest)
+    from kerasbert.data.masking import MaskedLmMasker
+    from kerasbert.data.tfrecords import completed_shards, shard_paths, write_tfrecord
+
     started = time.time()
     paths = shard_paths(FLAGS.output_file, FLAGS.num_shards)
     own_manifest = task_manifest_path(FLAGS.output_file, FLAGS.task_index, FLAGS.num_tasks)
@@ -183,6 +178,8 @@ def _manifest_flags():
 
 def _finished(own_manifest, own_paths):
     """Whether this task's manifest exists, was made with these flags, and its shards are present."""
+    from kerasbert.data.manifest import read_manifest
+
     if not file_system.exists(own_manifest):
         return False
     previous = read_manifest(own_manifest)
@@ -199,6 +196,9 @@ def _write_combined_manifest():
     """With several tasks: the data set's manifest, the union of the task manifests present (see
     the docstring). Tasks finishing together may each write it; each checks after writing that no
     task manifest appeared meanwhile, and writes again if one did, so the last write has them all."""
+    from kerasbert.data.manifest import (combined_manifest, finish_intent, manifest_path,
+                                         read_manifest, write_manifest)
+
     if FLAGS.num_tasks == 1:
         return
     path = manifest_path(FLAGS.output_file)
@@ -241,6 +241,10 @@ def _shard_batches(files, tokenizer, masker, index, count, stats):
     """The serialized masked instances of shard `index` (and their totals), a batch per window:
     its own files if there are enough, otherwise every `count`-th window, for each of the
     `dupe_factor` copies."""
+    import tensorflow as tf
+
+    from kerasbert.data.pretraining import instance_batches
+
     shard_files, shard = _shard_files(files, index, count)
     batches = instance_batches(
         shard_files, tokenizer, FLAGS.objective, FLAGS.max_seq_length,
@@ -256,6 +260,10 @@ def _shard_batches(files, tokenizer, masker, index, count, stats):
 
 def _records_and_totals(batch):
     """A masked batch -> its serialized records and the totals the summary reports (in-graph)."""
+    import tensorflow as tf
+
+    from kerasbert.data.tfrecords import serialize_instances
+
     return {"records": serialize_instances(batch),
             "tokens": tf.reduce_sum(batch["padding_mask"]),
             "masked": tf.reduce_sum(tf.cast(batch["masked_lm_weights"] > 0, tf.int32)),
@@ -289,6 +297,8 @@ class Summary:
         self.label_ones += label_ones
 
     def print(self, stats, seconds):
+        from kerasbert.data.corpus import MAX_DOCUMENT_LINES
+
         counts = stats.as_dict()
         copies = FLAGS.dupe_factor
         rate = self.instances / seconds if seconds else 0.0

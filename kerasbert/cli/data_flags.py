@@ -3,8 +3,6 @@ to be defined once per process, so they live here and the binaries import them).
 
 from absl import app, flags
 
-from kerasbert.tokenizers.vocabulary_files import load_tokenizer
-
 FLAGS = flags.FLAGS
 flags.DEFINE_string("vocab_file", None, "vocab.txt (WordPiece), *.model (SentencePiece) or "
                     "vocab.json (byte-level BPE, with --merges_file).")
@@ -20,5 +18,7 @@ def tokenizer_from_flags(needed_for="the text"):
     """The tokenizer the flags name; a usage error unless exactly one source is given."""
     if (FLAGS.vocab_file is None) == (FLAGS.tokenizer_dir is None):
         raise app.UsageError(f"{needed_for} needs exactly one of --vocab_file and --tokenizer_dir")
+    from kerasbert.tokenizers.vocabulary_files import load_tokenizer
+
     return load_tokenizer(FLAGS.vocab_file, FLAGS.merges_file, FLAGS.tokenizer_dir,
                           lowercase=FLAGS.do_lower_case)

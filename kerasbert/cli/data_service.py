@@ -10,29 +10,27 @@ run the input pipelines of `kerasbert-pretrain --tf_data_service=grpc://HOST:505
 any time. Each prints one line once it serves.
 """
 
-import os
+import signal
+import threading
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import flags
 
-import signal  # noqa: E402
-import threading  # noqa: E402
-
-from absl import flags  # noqa: E402
-
-import kerasbert.tokenizers  # noqa: E402,F401  (registers the tensorflow-text ops workers run)
-from kerasbert.cli.flag_bounds import require_positive  # noqa: E402
-from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
-from kerasbert.data.service import free_port, start_dispatcher, start_worker  # noqa: E402
+from kerasbert.cli.flag_bounds import require_positive
+from kerasbert.cli.one_line_errors import run_reporting_errors
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("mode", None, ["dispatcher", "worker"], "What to run.", required=True)
-flags.DEFINE_integer("port", 0, "Port to serve on (0: any free port; the line printed at start "
-                     "names it).", lower_bound=0, upper_bound=65535)
+flags.DEFINE_integer("port", 0, "Port to serve on, on every network interface, with no "
+                     "authentication: trusted networks only (docs/scaling_out.md, Security). 0: "
+                     "any free port; the line printed at start names it.", lower_bound=0,
+                     upper_bound=65535)
 flags.DEFINE_string("work_dir", None, "Dispatcher: folder of its journal (fault-tolerant mode).")
 flags.DEFINE_string("dispatcher", None, "Worker: the dispatcher's HOST:PORT.")
-flags.DEFINE_string("worker_address", None, "Worker: HOST:PORT the trainers reach it at "
-                    "('%port%' stands for its port; default: localhost:%port%, which serves "
-                    "trainers on this host only: on a cluster give a name they can resolve).")
+flags.DEFINE_string("worker_address", None, "Worker: the HOST:PORT it tells the dispatcher, "
+                    "which hands it to trainers to reach it by ('%port%' stands for its port). "
+                    "It does not choose what the worker listens on: that is every interface, at "
+                    "--port. Default: localhost:%port%, which only trainers on this host can "
+                    "use: on a cluster give a name they can resolve.")
 flags.DEFINE_float("dispatcher_timeout", 60.0, "Worker: seconds to wait for the dispatcher.")
 require_positive("dispatcher_timeout")
 
@@ -40,6 +38,9 @@ require_positive("dispatcher_timeout")
 def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {argv[1:]}")
+    import kerasbert.tokenizers  # noqa: F401  (registers the tensorflow-text ops workers run)
+    from kerasbert.data.service import free_port, start_dispatcher, start_worker
+
     stop = threading.Event()
     for number in (signal.SIGTERM, signal.SIGINT):
         signal.signal(number, lambda *_: stop.set())

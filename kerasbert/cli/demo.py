@@ -12,7 +12,6 @@ in `runs/<timestamp>/flags/`, so one stage can be rerun alone.
 from absl import app, flags
 
 from kerasbert.cli.one_line_errors import run_reporting_errors
-from kerasbert.main_job import StageError, run_main_job
 
 FLAGS = flags.FLAGS
 flags.DEFINE_boolean("quick", False, "Toy sizes: every stage in about 2 minutes.")
@@ -24,11 +23,13 @@ flags.DEFINE_string("run_dir", None, "Continue the run in this folder, or start 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    from kerasbert.main_job import run_main_job
+
     run_main_job(FLAGS.runs_dir, quick=FLAGS.quick, run_dir=FLAGS.run_dir)
 
 
 def run():
-    run_reporting_errors(main, "kerasbert-demo", expected=(StageError,),
+    run_reporting_errors(main, "kerasbert-demo", expected=("kerasbert.main_job.runner.StageError",),
                          interrupted="run the same command again to continue")
 
 

@@ -38,31 +38,17 @@ import os
 import re
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import flags, logging
 
-import keras  # noqa: E402
-from absl import flags, logging  # noqa: E402
-
-from kerasbert import file_system  # noqa: E402
-from kerasbert.atomic_files import atomic_path  # noqa: E402
-from kerasbert.cli import instance_flags  # noqa: E402,F401  (--objective, ...)
-from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
-from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
-from kerasbert.cli.flag_bounds import require_positive  # noqa: E402
-from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
-from kerasbert.cli.pretraining_input import (check_input_flags, config_overrides,  # noqa: E402
+from kerasbert import file_system
+from kerasbert.cli import instance_flags  # noqa: F401  (--objective, ...)
+from kerasbert.cli import training_flags  # noqa: F401  (--model_dir, --strategy, ...)
+from kerasbert.cli.data_flags import tokenizer_from_flags
+from kerasbert.cli.flag_bounds import require_positive
+from kerasbert.cli.one_line_errors import run_reporting_errors
+from kerasbert.cli.pretraining_input import (check_input_flags, config_overrides,
                                              optimizer_from_flags, pretraining_batches,
                                              saves_data_position, tokenizer_arguments)
-from kerasbert.training.distillation import (PretrainingDistiller, load_teacher,  # noqa: E402
-                                             student_pretraining_model)
-from kerasbert.training.distillation.teachers import teacher_tokenizer_arguments  # noqa: E402
-from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
-from kerasbert.training.finetune import write_json  # noqa: E402
-from kerasbert.training.loop import TrainingError, train  # noqa: E402
-from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,  # noqa: E402
-                                                   pretraining_description)
-from kerasbert.training.run_record import (TRAINING_OUTPUTS, RunRecord, matching,  # noqa: E402
-                                          recorded_flags)
 
 STUDENT_FILE = "student.keras"
 _TASK_FLAG = re.compile(r"--?task(=|$)")
@@ -92,6 +78,20 @@ def main(argv):
     if len(argv) > 1:
         raise ValueError(f"Unexpected arguments: {argv[1:]}")
     check_input_flags()
+    import keras
+
+    from kerasbert.atomic_files import atomic_path
+    from kerasbert.training.distillation import (PretrainingDistiller, load_teacher,
+                                                 student_pretraining_model)
+    from kerasbert.training.distillation.teachers import teacher_tokenizer_arguments
+    from kerasbert.json_files import write_json_file
+    from kerasbert.training.distribute import get_strategy, strategy_summary
+    from kerasbert.training.loop import train
+    from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,
+                                                       pretraining_description)
+    from kerasbert.training.run_record import (TRAINING_OUTPUTS, RunRecord, matching,
+                                               recorded_flags)
+
     record = RunRecord(FLAGS.model_dir, "kerasbert-distill", recorded_flags(FLAGS),
                        matching(*TRAINING_OUTPUTS, PRETRAINED_MODEL_FILE, STUDENT_FILE),
                        FLAGS.overwrite)
@@ -129,7 +129,7 @@ def main(argv):
         student.encoder.config, student.heads, None,
         tokenizer_arguments() or teacher_tokenizer_arguments(FLAGS.teacher))
     record.start(description)
-    write_json(file_system.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
+    write_json_file(file_system.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
     logs = train(distiller, strategy, lambda context: pretraining_batches(
                      tokenizer, FLAGS.objective, context),
                  FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
@@ -156,11 +156,23 @@ def _describe(model):
             f"vocab {config.vocab_size}, {model.encoder.count_params():,} encoder parameters")
 
 
+def finetune_command(argv):
+    """The command that runs `kerasbert-finetune` with `argv`: its console script beside this
+    Python, else `python -P -m kerasbert.cli.finetune` (`-P`: the working folder is not put on
+    `sys.path`, so a `keras.py` there is not imported in place of Keras)."""
+    script = os.path.join(os.path.dirname(sys.executable), "kerasbert-finetune")
+    if os.access(script, os.X_OK):
+        return [script, *argv]
+    return [sys.executable, "-P", "-m", "kerasbert.cli.finetune", *argv]
+
+
 def run():
     argv = sys.argv[1:]
     if any(_TASK_FLAG.match(argument) for argument in argv):
-        os.execv(sys.executable, [sys.executable, "-m", "kerasbert.cli.finetune", *argv])
-    run_reporting_errors(main, "kerasbert-distill", expected=(TrainingError,))
+        command = finetune_command(argv)
+        os.execv(command[0], command)
+    run_reporting_errors(main, "kerasbert-distill",
+                         expected=("kerasbert.training.loop.TrainingError",))
 
 
 if __name__ == "__main__":

@@ -14,15 +14,12 @@ Keras model's on that file. Errors, a refused artifact among them, are reported 
 the exit status is 1.
 """
 
-import os
+from absl import app, flags, logging
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from absl import app, flags, logging  # noqa: E402
-
-from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
-from kerasbert.export import FORMATS, QUANTIZATIONS, export  # noqa: E402
-from kerasbert.export.exporter import REPORT_FILE  # noqa: E402
+from kerasbert import file_system
+from kerasbert.choices import EXPORT_FORMATS as FORMATS
+from kerasbert.choices import QUANTIZATIONS
+from kerasbert.cli.one_line_errors import run_reporting_errors
 
 FLAGS = flags.FLAGS
 
@@ -56,6 +53,8 @@ flags.DEFINE_integer("max_eval_examples", None, "Judge on the first N examples o
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    from kerasbert.export.exporter import REPORT_FILE, export
+
     logging.set_verbosity(logging.WARNING)
     report = export(FLAGS.model, FLAGS.output_dir, formats=FLAGS.formats,
                     quantize=FLAGS.quantize, max_seq_length=FLAGS.max_seq_length,
@@ -67,7 +66,7 @@ def main(argv):
         print(f"{name}: verified ({len(entry['checks'])} checks, {_summary(entry)}), "
               f"{entry['size_bytes'] / 1e6:.2f} MB"
               + (f", {entry['latency_ms']:.1f} ms at batch 1" if "latency_ms" in entry else ""))
-    print(f"Wrote {os.path.join(FLAGS.output_dir, REPORT_FILE)}")
+    print(f"Wrote {file_system.join(FLAGS.output_dir, REPORT_FILE)}")
 
 
 def _summary(entry):

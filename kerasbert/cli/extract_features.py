@@ -22,23 +22,18 @@ line and the exit status is 1.
 """
 
 import collections
-import gzip
+import contextlib
+import io
 import os
 import re
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from absl import app, flags, logging
 
-from absl import app, flags, logging  # noqa: E402
-
-from kerasbert import file_system  # noqa: E402
-from kerasbert.cli import data_flags  # noqa: E402,F401  (--vocab_file, --max_seq_length, ...)
-from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
-from kerasbert.export.model_sources import load_export_model  # noqa: E402
-from kerasbert.models.features import (COMBINATIONS, WORD_POOLINGS, extract_features,  # noqa: E402
-                                       feature_extractor, write_json_lines)
-from kerasbert.models.tasks import encoder_of  # noqa: E402
-from kerasbert.tokenizers.text_files import is_gzip  # noqa: E402
-from kerasbert.tokenizers.vocabulary_files import load_tokenizer  # noqa: E402
+from kerasbert import file_system
+from kerasbert.choices import FEATURE_COMBINATIONS as COMBINATIONS
+from kerasbert.choices import WORD_POOLINGS
+from kerasbert.cli import data_flags  # noqa: F401  (--vocab_file, --max_seq_length, ...)
+from kerasbert.cli.one_line_errors import run_reporting_errors
 
 FLAGS = flags.FLAGS
 
@@ -62,11 +57,16 @@ flags.DEFINE_integer("round_digits", 6, "Decimals kept in the values (Google's s
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    from kerasbert.export.model_sources import load_export_model
+    from kerasbert.models.features import extract_features, feature_extractor, write_json_lines
+    from kerasbert.models.tasks import encoder_of
+    from kerasbert.tokenizers.vocabulary_files import load_tokenizer
+
     logging.set_verbosity(logging.WARNING)
     layers = _layer_indices(FLAGS.layers)
     if not file_system.isfile(FLAGS.input_file):
         raise FileNotFoundError(f"--input_file {FLAGS.input_file}: no such file")
-    if _resolved(FLAGS.output_file) == _resolved(FLAGS.input_file):
+    if _same_file(FLAGS.output_file, FLAGS.input_file):
         raise ValueError(f"--output_file {FLAGS.output_file} is the --input_file")
     if FLAGS.vocab_file is not None and FLAGS.tokenizer_dir is not None:
         raise ValueError("Give at most one of --vocab_file and --tokenizer_dir")
@@ -106,9 +106,12 @@ def main(argv):
     print(f"Wrote the {unit} of {count} texts to {FLAGS.output_file}")
 
 
-def _resolved(path):
-    """A local path with its symbolic links resolved; a URL as it is."""
-    return os.path.realpath(file_system.local_path(path)) if file_system.is_local(path) else path
+def _same_file(first, second):
+    """Whether two paths name the same file (local paths after resolving links)."""
+    if file_system.is_local(first) and file_system.is_local(second):
+        return (os.path.realpath(file_system.local_path(first))
+                == os.path.realpath(file_system.local_path(second)))
+    return file_system.absolute(first) == file_system.absolute(second)
 
 
 def _layer_indices(values):
@@ -133,8 +136,7 @@ def _max_seq_length(config):
 
 def _numbered_texts(path):
     """`(0-based line number, text or (text_a, text_b))` of each non-blank line, streamed."""
-    opener = gzip.open if is_gzip(path) else open
-    with opener(path, "rt", encoding="utf-8") as file:
+    with _open_text(path) as file:
         try:
             for line_number, line in enumerate(file):
                 line = line.strip()
@@ -143,6 +145,15 @@ def _numbered_texts(path):
                     yield line_number, pair.groups() if pair else line
         except UnicodeDecodeError as error:
             raise ValueError(f"--input_file {path}: not UTF-8 text ({error})") from None
+
+
+@contextlib.contextmanager
+def _open_text(path):
+    """`path` opened as UTF-8 text, gunzipped if it is gzip."""
+    from kerasbert.tokenizers.text_files import is_gzip, open_decompressed
+
+    with open_decompressed(path, is_gzip(path)) as raw:
+        yield io.TextIOWrapper(raw, encoding="utf-8")
 
 
 def run():

@@ -30,33 +30,18 @@ saved.
         --student_layers=6 --vocab_file=vocab.txt --model_dir=runs/sst2_distilled
 """
 
-import os
+from absl import app, flags, logging
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import keras  # noqa: E402
-from absl import app, flags, logging  # noqa: E402
-
-from kerasbert import file_system  # noqa: E402
-from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
-from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
-from kerasbert.cli.flag_bounds import require_positive  # noqa: E402
-from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
-from kerasbert.convert import from_hf  # noqa: E402
-from kerasbert.data.service import service_address  # noqa: E402
-from kerasbert.models.encoder import build_encoder  # noqa: E402
-from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
-from kerasbert.training.finetune import (EVAL_RESULTS, MODEL_FILE, Distillation,  # noqa: E402
-                                         FinetuneSettings, TaskFiles, evaluate_dev, finetune,
-                                         load_task_teacher, run_outputs, write_json)
-from kerasbert.training.finetuning_tasks import FINETUNING_TASKS, get_finetuning_task  # noqa: E402
-from kerasbert.training.loop import TrainingError  # noqa: E402
-from kerasbert.training.pretrained_sources import pretrained_source  # noqa: E402
-from kerasbert.training.run_record import RunRecord, recorded_flags  # noqa: E402
+from kerasbert import file_system
+from kerasbert.choices import FINETUNING_TASK_NAMES
+from kerasbert.cli import training_flags  # noqa: F401  (--model_dir, --strategy, ...)
+from kerasbert.cli.data_flags import tokenizer_from_flags
+from kerasbert.cli.flag_bounds import require_positive
+from kerasbert.cli.one_line_errors import run_reporting_errors
 
 FLAGS = flags.FLAGS
 FLAGS.set_default("learning_rate", 5e-5)  # as in the BERT paper
-flags.DEFINE_enum("task", None, sorted(FINETUNING_TASKS), "The task.", required=True)
+flags.DEFINE_enum("task", None, FINETUNING_TASK_NAMES, "The task.", required=True)
 flags.DEFINE_string("data_dir", None, "Folder of the task's files under their official names.")
 flags.DEFINE_string("train_file", None, "Training file (default: the official name under "
                     "--data_dir).")
@@ -116,6 +101,12 @@ require_positive("num_train_epochs", "layerwise_lr_decay", "temperature")
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    import keras
+
+    from kerasbert.data.service import service_address
+    from kerasbert.training.finetune import FinetuneSettings
+    from kerasbert.training.finetuning_tasks import get_finetuning_task
+
     logging.set_verbosity(logging.WARNING)
     task = get_finetuning_task(FLAGS.task)
     files = _task_files(task)
@@ -145,6 +136,12 @@ def main(argv):
 
 
 def _train_and_eval(task, files, settings):
+    from kerasbert.models.encoder import build_encoder
+    from kerasbert.training.distribute import get_strategy, strategy_summary
+    from kerasbert.training.finetune import EVAL_RESULTS, finetune, run_outputs
+    from kerasbert.training.pretrained_sources import pretrained_source
+    from kerasbert.training.run_record import RunRecord, recorded_flags
+
     if files.train is None:
         raise app.UsageError("train_and_eval needs --train_file or --data_dir")
     record = RunRecord(FLAGS.model_dir, "kerasbert-finetune", recorded_flags(FLAGS), run_outputs,
@@ -181,6 +178,8 @@ def _train_and_eval(task, files, settings):
 
 def _distillation():
     """The `Distillation` the flags ask for (the teacher loaded), or None without --teacher."""
+    from kerasbert.training.finetune import Distillation, load_task_teacher
+
     distillation_flags = ("temperature", "distill_alpha", "student_layers")
     if FLAGS.teacher is None:
         given = [f"--{name}" for name in distillation_flags if FLAGS[name].present]
@@ -203,15 +202,23 @@ def _distillation():
 
 def _hf_tokenizer(path):
     """The tokenizer of a Hugging Face folder at `path`, or None."""
+    from kerasbert.training.pretrained_sources import pretrained_source
+
     if not file_system.isfile(file_system.join(path, "config.json")):
         return None
     return pretrained_source(path).tokenizer
 
 
 def _evaluate_or_predict(task, files, settings):
+    import keras
+
+    from kerasbert.convert import from_hf
+    from kerasbert.training.finetune import EVAL_RESULTS, MODEL_FILE, evaluate_dev, write_json
+    from kerasbert.training.pretrained_sources import pretrained_source
+
     model_path = file_system.join(FLAGS.model_dir, MODEL_FILE)
-    source = model_path if file_system.isfile(model_path) or not FLAGS.init_from else \
-        FLAGS.init_from
+    source = (model_path if file_system.isfile(model_path) or not FLAGS.init_from
+              else FLAGS.init_from)
     if source.endswith(".keras"):
         model = keras.models.load_model(source)
         tokenizer = _tokenizer(None)
@@ -238,6 +245,8 @@ def _evaluate_or_predict(task, files, settings):
 
 
 def _task_files(task):
+    from kerasbert.training.finetune import TaskFiles
+
     def official(role, required):
         names = [file_system.join(FLAGS.data_dir, name) for name in task.default_files[role]]
         return [path for path in names if required or file_system.exists(path)]
@@ -265,7 +274,7 @@ def _tokenizer(default, source_flag="--init_from"):
 
 
 def run():
-    run_reporting_errors(main, "kerasbert-finetune", expected=(TrainingError,))
+    run_reporting_errors(main, "kerasbert-finetune", expected=("kerasbert.training.loop.TrainingError",))
 
 
 if __name__ == "__main__":

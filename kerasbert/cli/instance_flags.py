@@ -4,7 +4,7 @@ process, like `data_flags`)."""
 from absl import flags
 
 from kerasbert.cli.flag_bounds import require_positive
-from kerasbert.data.instances import OBJECTIVES
+from kerasbert.choices import OBJECTIVES
 
 flags.DEFINE_enum("objective", "nsp", OBJECTIVES, "Instances (and, for training, heads): nsp "
                   "(BERT: MLM+NSP), sop (ALBERT: MLM+SOP), full_sentences / doc_sentences "

@@ -3,13 +3,18 @@ first, and an exit status, never a traceback.
 
 - A flag that does not parse or is out of bounds, a usage error, a `ValueError` or `OSError`
   (bad input, a missing or damaged file, a JSON run file naming its field), or an error class
-  the binary names (`expected`): `<program>: error: <message>`, status 1.
+  the binary names (`expected`, by dotted name, so that naming it imports nothing):
+  `<program>: error: <message>`, status 1.
 - A `tf.errors.OpError` from inside TensorFlow: its first message line (for a failed input
   check, `tf.debugging.Assert`, the check's own text), status 1.
 - Ctrl-C (`KeyboardInterrupt`): `<program>: interrupted` and what was saved, status 130. The
   training loop saves a checkpoint first (`kerasbert.training.preemption`).
 
 Anything else is a bug and keeps its traceback.
+
+A binary's module imports only absl and light modules, so that `--help` and a flag error answer
+at once; TensorFlow is imported (quietly: `kerasbert.quiet_startup`) once the flags are parsed,
+before `main` runs and imports the library.
 """
 
 import re
@@ -18,7 +23,8 @@ import sys
 
 from absl import app, flags
 
-from kerasbert.quiet_startup import INTERRUPTED_EXIT_STATUS
+from kerasbert.cli.binary_help import binary_help, wants_help
+from kerasbert.quiet_startup import INTERRUPTED_EXIT_STATUS, import_tensorflow_quietly
 
 # TensorFlow prints a failed `tf.debugging.Assert` as "assertion failed: [part] [part] ...".
 _ASSERTION = re.compile(r"assertion failed: ((?:\[[^\]\n]*\] ?)+)")
@@ -66,18 +72,32 @@ def _exit_interrupted(program, interrupt, detail=None):
     raise SystemExit(INTERRUPTED_EXIT_STATUS)
 
 
+def _is_expected(error, expected):
+    """Whether `error` is an instance of a class named in `expected` ("package.module.Class"). A
+    class whose module was never imported cannot have raised it."""
+    for name in expected:
+        module, _, class_name = name.rpartition(".")
+        cls = getattr(sys.modules.get(module), class_name, None)
+        if cls is not None and isinstance(error, cls):
+            return True
+    return False
+
+
 def run_reporting_errors(main, program, expected=(), interrupted=None):
     """`absl.app.run(main)`, ending as the module docstring says.
 
     Args:
         main: the binary's `main(argv)`.
         program: its name, e.g. `"kerasbert-pretrain"`.
-        expected: error classes besides `ValueError` and `OSError` that are reported as one
-            line (e.g. `TrainingError`).
+        expected: dotted names of error classes besides `ValueError` and `OSError` that are
+            reported as one line (e.g. `"kerasbert.training.loop.TrainingError"`).
         interrupted: what to say after "interrupted" when Ctrl-C came with nothing to say
             (e.g. "run the same command again to continue").
     """
     def parse_flags(argv):
+        if wants_help(argv):
+            sys.stdout.write(binary_help(main.__module__, program))
+            raise SystemExit(0)
         try:
             return flags.FLAGS(argv)
         except flags.Error as error:
@@ -85,12 +105,15 @@ def run_reporting_errors(main, program, expected=(), interrupted=None):
 
     def main_reporting_errors(argv):
         try:
+            import_tensorflow_quietly()
             main(argv)
         except KeyboardInterrupt as interrupt:
             _exit_interrupted(program, interrupt, interrupted)
-        except (ValueError, OSError, app.UsageError, *expected) as error:
+        except (ValueError, OSError, app.UsageError) as error:
             raise SystemExit(f"{program}: error: {one_line(error)}") from None
         except Exception as error:
+            if _is_expected(error, expected):
+                raise SystemExit(f"{program}: error: {one_line(error)}") from None
             tensorflow = sys.modules.get("tensorflow")
             if tensorflow is None or not isinstance(error, tensorflow.errors.OpError):
                 raise

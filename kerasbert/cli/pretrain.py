@@ -15,35 +15,17 @@ other values is refused, naming them, and `--overwrite` starts over
 starts from the latest checkpoint.
 """
 
-import os
+from absl import app, flags, logging
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import keras  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from absl import app, flags, logging  # noqa: E402
-
-from kerasbert import file_system  # noqa: E402
-from kerasbert import zoo  # noqa: E402
-from kerasbert.convert import from_hf  # noqa: E402
-from kerasbert.models.electra import ElectraPretrainer, generator_config  # noqa: E402
-from kerasbert.models.pretraining import PretrainingModel  # noqa: E402
-from kerasbert.models.encoder import build_encoder  # noqa: E402
-from kerasbert.cli import instance_flags  # noqa: E402,F401  (defines --objective, ...)
-from kerasbert.cli.pretraining_input import (check_input_flags, config_overrides,  # noqa: E402
+from kerasbert import file_system
+from kerasbert.cli import instance_flags  # noqa: F401  (defines --objective, ...)
+from kerasbert.cli.pretraining_input import (check_input_flags, config_overrides,
                                              optimizer_from_flags, pretraining_batches,
                                              saves_data_position, tokenizer_arguments)
-from kerasbert.cli import training_flags  # noqa: E402,F401  (--model_dir, --strategy, ...)
-from kerasbert.cli.data_flags import tokenizer_from_flags  # noqa: E402
-from kerasbert.cli.flag_bounds import require_positive  # noqa: E402
-from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
-from kerasbert.training.distribute import get_strategy, strategy_summary  # noqa: E402
-from kerasbert.training.loop import TrainingError, model_variables, train  # noqa: E402
-from kerasbert.training.finetune import write_json  # noqa: E402
-from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,  # noqa: E402
-                                                   pretraining_description)
-from kerasbert.training.run_record import (TRAINING_OUTPUTS, RunRecord, matching,  # noqa: E402
-                                          recorded_flags)
+from kerasbert.cli import training_flags  # noqa: F401  (--model_dir, --strategy, ...)
+from kerasbert.cli.data_flags import tokenizer_from_flags
+from kerasbert.cli.flag_bounds import require_positive
+from kerasbert.cli.one_line_errors import run_reporting_errors
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("model", None, "Zoo preset, e.g. bert_base_uncased.", required=True)
@@ -65,6 +47,19 @@ def main(argv):
         check_input_flags()
     except ValueError as error:
         raise app.UsageError(str(error)) from None
+    import keras
+
+    from kerasbert.models.electra import ElectraPretrainer, generator_config
+    from kerasbert.models.encoder import build_encoder
+    from kerasbert.models.pretraining import PretrainingModel
+    from kerasbert.json_files import write_json_file
+    from kerasbert.training.distribute import get_strategy, strategy_summary
+    from kerasbert.training.loop import train
+    from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,
+                                                       pretraining_description)
+    from kerasbert.training.run_record import (TRAINING_OUTPUTS, RunRecord, matching,
+                                               recorded_flags)
+
     record = RunRecord(FLAGS.model_dir, "kerasbert-pretrain", recorded_flags(FLAGS),
                        matching(*TRAINING_OUTPUTS, PRETRAINED_MODEL_FILE), FLAGS.overwrite)
     record.check()  # before anything is written into --model_dir
@@ -98,7 +93,7 @@ def main(argv):
         FLAGS.generator_ratio if electra else None, tokenizer_arguments())
     # Written once the initial weights are known to fit, so a refused run leaves nothing behind.
     record.start(description)
-    write_json(file_system.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
+    write_json_file(file_system.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
     logs = train(model, strategy,
                  lambda context: pretraining_batches(tokenizer, FLAGS.objective, context),
                  FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
@@ -109,6 +104,8 @@ def main(argv):
 
 
 def _config(tokenizer):
+    from kerasbert import zoo
+
     try:
         fields = config_overrides(FLAGS.config_overrides, "--config_overrides")
     except ValueError as error:
@@ -125,6 +122,11 @@ def _describe(config):
 
 def _initialize(model, encoder, path):
     """Encoder weights from a Hugging Face directory, or the model's from a kerasbert checkpoint."""
+    import tensorflow as tf
+
+    from kerasbert.convert import from_hf
+    from kerasbert.training.loop import model_variables
+
     if file_system.isfile(file_system.join(path, "config.json")):
         source = from_hf(path, encoder_only=True)
         if source.config != encoder.config.replace(use_pooler=source.config.use_pooler):
@@ -140,7 +142,7 @@ def _initialize(model, encoder, path):
 
 
 def run():
-    run_reporting_errors(main, "kerasbert-pretrain", expected=(TrainingError,))
+    run_reporting_errors(main, "kerasbert-pretrain", expected=("kerasbert.training.loop.TrainingError",))
 
 
 if __name__ == "__main__":

@@ -1,19 +1,12 @@
 """The data and optimization flags of the binaries that train on masked-LM pretraining batches
 (`kerasbert-pretrain`, `kerasbert-distill`), and what they build from them: the batches (from
 pretraining TFRecords or from text), the optimizer, the tokenizer arguments recorded in
-`kerasbert_model.json` and `EncoderConfig` overrides."""
+`kerasbert_model.json` and `EncoderConfig` overrides. The flags are defined with absl alone;
+the functions import the library (TensorFlow) when the binary's `main` calls them."""
 
-import os
-
-import tensorflow as tf
 from absl import flags
 
-from kerasbert.config import EncoderConfig
-from kerasbert.data.pretraining import pretraining_dataset
-from kerasbert.data.service import (DISTRIBUTED_EPOCH, PARALLEL_EPOCHS, distribute,
-                                    freshly_seeded, service_address)
-from kerasbert.data.tfrecords import read_pretraining_records
-from kerasbert.training.optimizers import create_optimizer
+from kerasbert import file_system
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("input_files", None, "Pretraining TFRecords (globs), as "
@@ -43,6 +36,8 @@ def check_input_flags():
     if (FLAGS.input_files is None) == (FLAGS.text_files is None):
         raise ValueError("Give exactly one of --input_files and --text_files")
     if FLAGS.tf_data_service is not None:
+        from kerasbert.data.service import service_address
+
         service_address(FLAGS.tf_data_service)
 
 
@@ -50,6 +45,11 @@ def pretraining_batches(tokenizer, objective, context):
     """This worker's batches, repeated forever (its share of the global batch), from the text
     files (instances of `objective`, masked on the fly) or the TFRecords the flags name; made
     by the tf.data service's workers with `--tf_data_service` (each from its own seed)."""
+    import tensorflow as tf
+
+    from kerasbert.data.service import (DISTRIBUTED_EPOCH, PARALLEL_EPOCHS, distribute,
+                                        freshly_seeded)
+
     if FLAGS.tf_data_service is None:
         return _batches(tokenizer, objective, context, FLAGS.seed)
     # The whole corpus, not this trainer's share: the service divides the work.
@@ -68,6 +68,11 @@ def saves_data_position():
 
 
 def _batches(tokenizer, objective, context, seed):
+    import tensorflow as tf
+
+    from kerasbert.data.pretraining import pretraining_dataset
+    from kerasbert.data.tfrecords import read_pretraining_records
+
     if FLAGS.text_files is not None:
         return pretraining_dataset(
             _absolute(FLAGS.text_files), tokenizer, objective, FLAGS.batch_size,
@@ -87,12 +92,14 @@ def _batches(tokenizer, objective, context, seed):
 def _absolute(patterns):
     """Local paths made absolute (tf.data service workers run elsewhere: they read the files at
     the same paths, e.g. on a shared file system; URLs such as gs://... are kept)."""
-    return [pattern if "://" in pattern else os.path.abspath(pattern) for pattern in patterns]
+    return [file_system.absolute(pattern) for pattern in patterns]
 
 
 def optimizer_from_flags():
     """The optimizer and learning-rate schedule the flags describe (create it in the
     strategy's scope)."""
+    from kerasbert.training.optimizers import create_optimizer
+
     return create_optimizer(
         FLAGS.optimizer, FLAGS.learning_rate, num_train_steps=FLAGS.train_steps,
         num_warmup_steps=FLAGS.warmup_steps, weight_decay=FLAGS.weight_decay,
@@ -108,7 +115,7 @@ def tokenizer_arguments():
         return None
 
     def absolute(path):
-        return None if path is None else os.path.abspath(path)
+        return None if path is None else file_system.absolute(path)
 
     return {"vocab_file": absolute(FLAGS.vocab_file), "merges_file": absolute(FLAGS.merges_file),
             "tokenizer_dir": absolute(FLAGS.tokenizer_dir), "lowercase": FLAGS.do_lower_case}
@@ -118,6 +125,8 @@ def config_overrides(items, flag_name):
     """`{field: value}` of `field=value` items of `EncoderConfig` fields (values parsed as int,
     float, true/false or kept as text); a `ValueError` naming `flag_name` and the item
     otherwise."""
+    from kerasbert.config import EncoderConfig
+
     fields = {}
     for item in items:
         name, _, value = item.partition("=")

@@ -5,7 +5,7 @@ defined once per process, so they live here; each binary sets its own defaults w
 from absl import flags
 
 from kerasbert.cli.flag_bounds import require_positive
-from kerasbert.training.distribute import STRATEGIES
+from kerasbert.choices import STRATEGIES
 
 flags.DEFINE_string("model_dir", None, "Checkpoints, TensorBoard logs and results.",
                     required=True)

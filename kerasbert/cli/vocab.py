@@ -1,21 +1,15 @@
 """`kerasbert-vocab`: train a tokenizer vocabulary from text files."""
 
-import os
+from absl import app, flags
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import keras  # noqa: E402
-from absl import app, flags  # noqa: E402
-
-from kerasbert import file_system  # noqa: E402
-from kerasbert.cli.one_line_errors import run_reporting_errors  # noqa: E402
-from kerasbert.tokenizers import vocabulary_training  # noqa: E402
-from kerasbert.tokenizers.text_files import count_lines  # noqa: E402
+from kerasbert import file_system
+from kerasbert.choices import VOCABULARY_KINDS
+from kerasbert.cli.one_line_errors import run_reporting_errors
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("input_files", None, "Text files or globs (plain or gzip), one sentence or "
                   "paragraph per line.", required=True)
-flags.DEFINE_enum("type", None, sorted(vocabulary_training.TRAINERS),
+flags.DEFINE_enum("type", None, VOCABULARY_KINDS,
                   "Vocabulary kind: wordpiece (BERT, ELECTRA), byte_pair (RoBERTa), "
                   "sentence_piece (ALBERT).", required=True)
 flags.DEFINE_integer("vocab_size", None, "Vocabulary size (at most).", required=True,
@@ -29,6 +23,11 @@ flags.DEFINE_list("reserved_tokens", None, "Special tokens, first in the vocabul
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    import keras
+
+    from kerasbert.tokenizers import vocabulary_training
+    from kerasbert.tokenizers.text_files import count_lines
+
     for pattern in FLAGS.input_files:
         if not file_system.glob(pattern):
             raise FileNotFoundError(f"--input_files: no file matches {pattern}")

@@ -16,8 +16,9 @@ from kerasbert.convert.keras_hub_tokenizer import TOKENIZER_CONFIG_FILE
 from kerasbert.convert.to_hf import to_hf
 from kerasbert.tokenizers import from_hf as tokenizer_from_hf
 
-SOURCE_FORMATS = ("google", "hf", "keras_hub", "keras")
-TARGET_FORMATS = ("hf", "keras")
+from kerasbert.choices import CONVERT_SOURCE_FORMATS as SOURCE_FORMATS
+from kerasbert.choices import CONVERT_TARGET_FORMATS as TARGET_FORMATS
+
 _KERAS_HUB_MARKERS = ("metadata.json", "model.weights.h5")
 _HF_TOKENIZER_FILES = ("vocab.txt", "vocab.json", "spiece.model", "tokenizer.json")
 

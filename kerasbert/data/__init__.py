@@ -1,17 +1,45 @@
-"""Data: corpus reading, pretraining instances, masking, TFRecords and task readers."""
+"""Data: corpus reading, pretraining instances, masking, TFRecords and task readers.
 
-from kerasbert.data import (conll, corpus, demo, glue, glue_tasks, instances, masking, pretraining,
-                            sentence_split, squad, squad_decoding, swag, tfrecords, token_windows)
-from kerasbert.data.conll import conll_dataset, read_conll
-from kerasbert.data.glue import glue_dataset, glue_examples
-from kerasbert.data.masking import MaskedLmMasker
-from kerasbert.data.pretraining import instance_batches, pretraining_dataset
-from kerasbert.data.squad import read_squad
-from kerasbert.data.squad_decoding import decode_squad, write_squad_predictions
-from kerasbert.data.squad_features import squad_dataset, squad_features
-from kerasbert.data.swag import swag_dataset, swag_examples
-from kerasbert.data.task_errors import TaskDataError
-from kerasbert.data.tfrecords import read_pretraining_records
+The names below are imported on first use: importing one data module (or `kerasbert.data.demo`'s
+file list) does not import every reader. `squad_features` is the module (its function of the
+same name is `kerasbert.data.squad_features.squad_features`): Python sets a package's attribute
+to its submodule whenever the submodule is imported.
+"""
+
+from kerasbert.lazy_names import lazy_names
+
+__getattr__, __dir__ = lazy_names(__name__, {
+    "conll": "kerasbert.data.conll",
+    "conll_dataset": "kerasbert.data.conll:conll_dataset",
+    "corpus": "kerasbert.data.corpus",
+    "decode_squad": "kerasbert.data.squad_decoding:decode_squad",
+    "demo": "kerasbert.data.demo",
+    "glue": "kerasbert.data.glue",
+    "glue_dataset": "kerasbert.data.glue:glue_dataset",
+    "glue_examples": "kerasbert.data.glue:glue_examples",
+    "glue_tasks": "kerasbert.data.glue_tasks",
+    "instance_batches": "kerasbert.data.pretraining:instance_batches",
+    "instances": "kerasbert.data.instances",
+    "MaskedLmMasker": "kerasbert.data.masking:MaskedLmMasker",
+    "masking": "kerasbert.data.masking",
+    "pretraining": "kerasbert.data.pretraining",
+    "pretraining_dataset": "kerasbert.data.pretraining:pretraining_dataset",
+    "read_conll": "kerasbert.data.conll:read_conll",
+    "read_pretraining_records": "kerasbert.data.tfrecords:read_pretraining_records",
+    "read_squad": "kerasbert.data.squad:read_squad",
+    "sentence_split": "kerasbert.data.sentence_split",
+    "squad": "kerasbert.data.squad",
+    "squad_dataset": "kerasbert.data.squad_features:squad_dataset",
+    "squad_decoding": "kerasbert.data.squad_decoding",
+    "squad_features": "kerasbert.data.squad_features",
+    "swag": "kerasbert.data.swag",
+    "swag_dataset": "kerasbert.data.swag:swag_dataset",
+    "swag_examples": "kerasbert.data.swag:swag_examples",
+    "TaskDataError": "kerasbert.data.task_errors:TaskDataError",
+    "tfrecords": "kerasbert.data.tfrecords",
+    "token_windows": "kerasbert.data.token_windows",
+    "write_squad_predictions": "kerasbert.data.squad_decoding:write_squad_predictions",
+})
 
 __all__ = ["MaskedLmMasker", "TaskDataError", "conll", "conll_dataset", "corpus", "decode_squad",
            "demo", "glue", "glue_dataset", "glue_examples", "glue_tasks", "instance_batches",

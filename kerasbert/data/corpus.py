@@ -26,8 +26,9 @@ from kerasbert import file_system
 from kerasbert.data.sentence_split import split_sentences
 from kerasbert.tokenizers.text_files import is_gzip
 
-FORMATS = ("documents", "paragraphs")
-BAD_LINE_POLICIES = ("skip", "fail")
+from kerasbert.choices import BAD_LINE_POLICIES
+from kerasbert.choices import CORPUS_FORMATS as FORMATS
+
 # Lines read and grouped into documents at a time.
 _CHUNK_LINES = 1024
 # Put after a file's last line (lines that are not UTF-8 never reach that far).

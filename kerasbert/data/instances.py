@@ -34,7 +34,8 @@ All randomness is stateless, from the `seed` argument.
 
 import tensorflow as tf
 
-OBJECTIVES = ("nsp", "sop", "full_sentences", "doc_sentences", "electra")
+from kerasbert.choices import OBJECTIVES
+
 PAIR_OBJECTIVES = ("nsp", "sop", "electra")
 
 

@@ -27,8 +27,9 @@ from kerasbert.models.encoder import INPUT_NAMES
 from kerasbert.models.tasks import encoder_of
 from kerasbert.tokenizers.packing import SpecialTokenLayout, pack
 
-COMBINATIONS = ("concat", "sum", "mean")
-WORD_POOLINGS = ("first", "mean")
+from kerasbert.choices import FEATURE_COMBINATIONS as COMBINATIONS
+from kerasbert.choices import WORD_POOLINGS
+
 WORD_IDS = "word_ids"
 NO_WORD = -1
 # Token places within a text are below this (packing marks a token's text and place in one int32).

@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 
 import tensorflow as tf
 
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+from kerasbert.choices import STRATEGIES
 
 _COMMUNICATIONS = {
     "auto": tf.distribute.experimental.CommunicationImplementation.AUTO,

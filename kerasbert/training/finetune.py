@@ -16,7 +16,6 @@ writes (what `--overwrite` removes).
 """
 
 import dataclasses
-import json
 import math
 import os
 import re
@@ -27,9 +26,10 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert import file_system
-from kerasbert.atomic_files import atomic_path, remove_stale_siblings, write_atomically
+from kerasbert.atomic_files import atomic_path, remove_stale_siblings
 from kerasbert.convert import from_hf
 from kerasbert.json_files import read_json_file
+from kerasbert.json_files import write_json_file as write_json
 from kerasbert.data.glue_tasks import TASKS as GLUE_TASKS
 from kerasbert.data.service import DISTRIBUTED_EPOCH, distribute
 from kerasbert.models.tasks import TaskModel, build_task_model
@@ -378,10 +378,6 @@ def count_batches(dataset):
     if cardinality >= 0:
         return cardinality
     return int(dataset.reduce(np.int64(0), lambda count, _: count + 1))
-
-
-def write_json(path, value):
-    return write_atomically(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 def _keep_best(model, model_dir, entry):

@@ -254,14 +254,15 @@ def test_exact_gelu_does_not_lower_to_erfc():
 
 
 def test_keras_file_reloads_in_a_fresh_process(tmp_path):
-    """A new process needs only `import kerasbert` (which registers the classes), no custom_objects."""
+    """A new process needs only `import kerasbert.models` (which registers the classes), no
+    custom_objects."""
     encoder = build_encoder(TINY_CONFIGS["albert"])
     inputs = random_inputs(encoder.config)
     np.savez(tmp_path / "inputs.npz", **inputs)
     np.save(tmp_path / "expected.npy", encoder(inputs)["sequence_output"])
     encoder.save(tmp_path / "encoder.keras")
     code = (
-        "import sys, numpy as np, keras, kerasbert\n"
+        "import sys, numpy as np, keras, kerasbert.models\n"
         "model = keras.models.load_model(sys.argv[1] + '/encoder.keras')\n"
         "inputs = dict(np.load(sys.argv[1] + '/inputs.npz'))\n"
         "diff = np.abs(model(inputs)['sequence_output'] - np.load(sys.argv[1] + '/expected.npy')).max()\n"
