@@ -55,6 +55,8 @@ setup(
             "torch==2.13.0",
             "transformers>=5.0,<6",
             "tokenizers>=0.22,<1",
+            # tests/gcs_emulator.py: a local Google Cloud Storage for TensorFlow's gs:// client
+            "gcp-storage-emulator>=2026.7.19,<2027",
         ],
     },
     entry_points={
