@@ -28,7 +28,7 @@ in the emulator's process (`_serve`).
 
 Emulator and proxy run in one subprocess (`python -m tests.gcs_emulator serve ...`), which imports
 neither TensorFlow nor kerasbert; `serving` starts it and gives the environment that points
-TensorFlow at it. Used by tests/test_gcs_emulator.py.
+TensorFlow at it, and the fixture `gcs_bucket` gives a module's tests a bucket there.
 """
 
 import contextlib
@@ -38,6 +38,8 @@ import socketserver
 import ssl
 import subprocess
 import sys
+
+import pytest
 
 BUCKET = "kerasbert-test"
 
@@ -204,6 +206,20 @@ def serving(folder, bucket=BUCKET):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def gcs_bucket(tmp_path_factory):
+    """`gs://kerasbert-test`, served by the emulator, with the environment TensorFlow's GCS
+    client reads pointed at it for the module's tests (restored after; processes the tests
+    start inherit it)."""
+    with serving(tmp_path_factory.mktemp("gcs-emulator")) as environment_variables:
+        with pytest.MonkeyPatch.context() as environment:
+            for name in ("HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY"):
+                environment.delenv(name, raising=False)
+            for name, value in environment_variables.items():
+                environment.setenv(name, value)
+            yield f"gs://{BUCKET}"
 
 
 if __name__ == "__main__":

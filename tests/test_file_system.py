@@ -1,5 +1,7 @@
-"""kerasbert.file_system and the atomic writers on TensorFlow's in-memory file system (`ram://`),
-the stand-in here for `gs://` / `s3://` (no rename of folders, no locks)."""
+"""kerasbert.file_system and the atomic writers on remote file systems: one battery, run on
+TensorFlow's in-memory file system (`ram://`) and on `gs://` through TensorFlow's own GCS client
+against a local emulator (tests/gcs_emulator.py). Both lack folder renames and locks, as object
+stores do; a few tests pin `ram://`'s own quirks."""
 
 import os
 import uuid
@@ -8,6 +10,16 @@ import pytest
 import tensorflow as tf
 
 from kerasbert import atomic_files, file_system
+from tests.gcs_emulator import gcs_bucket  # noqa: F401  (a fixture)
+
+
+@pytest.fixture(params=["ram", "gs"])
+def remote_folder(request):
+    """A fresh folder on `ram://` or on the emulator's `gs://` bucket."""
+    root = "ram://" if request.param == "ram" else request.getfixturevalue("gcs_bucket") + "/"
+    folder = f"{root}test-file-system-{uuid.uuid4().hex[:12]}"
+    yield folder
+    file_system.rmtree(folder)
 
 
 @pytest.fixture
@@ -18,11 +30,16 @@ def ram_folder():
 
 
 @pytest.fixture(autouse=True)
-def no_local_ram_folder(tmp_path, monkeypatch):
-    """Every test runs in an empty folder and must leave no local folder named `ram:` there."""
+def no_local_url_folder(tmp_path, monkeypatch):
+    """Every test runs in an empty folder and must leave no local `ram:` or `gs:` there."""
     monkeypatch.chdir(tmp_path)
     yield
-    assert not os.path.exists(tmp_path / "ram:"), "a ram:// path was used as a local path"
+    assert not {"ram:", "gs:"} & set(os.listdir(tmp_path)), "a URL was used as a local path"
+
+
+def write(path, content):
+    with file_system.open_file(path, "wb" if isinstance(content, bytes) else "w") as file:
+        file.write(content)
 
 
 def test_path_arithmetic_keeps_urls():
@@ -39,59 +56,42 @@ def test_path_arithmetic_keeps_urls():
     assert file_system.is_within("gs://bucket/run/a/b", "gs://bucket/run")
 
 
-def test_read_write_list_and_glob(ram_folder):
-    file_system.makedirs(file_system.join(ram_folder, "a"))
-    with file_system.open_file(file_system.join(ram_folder, "a", "one.txt"), "w") as file:
-        file.write("first line\nzweite Zeile ü\n")
-    with file_system.open_file(file_system.join(ram_folder, "a", "one.txt")) as file:
+def test_read_write_list_glob_and_stat(remote_folder):
+    file_system.makedirs(file_system.join(remote_folder, "a"))
+    write(file_system.join(remote_folder, "a", "one.txt"), "first line\nzweite Zeile ü\n")
+    with file_system.open_file(file_system.join(remote_folder, "a", "one.txt")) as file:
         assert list(file) == ["first line\n", "zweite Zeile ü\n"]
-    with file_system.open_file(file_system.join(ram_folder, "two.bin"), "wb") as file:
-        file.write(b"\x00\x01")
-    assert file_system.read_bytes(file_system.join(ram_folder, "two.bin")) == b"\x00\x01"
-    assert file_system.listdir(ram_folder) == ["a", "two.bin"]
-    assert file_system.glob(file_system.join(ram_folder, "a", "*.txt")) == [
-        file_system.join(ram_folder, "a", "one.txt")]
-    assert file_system.glob("ram://no-such-folder-here/*.txt") == []
-    assert file_system.getsize(file_system.join(ram_folder, "two.bin")) == 2
-    assert file_system.isdir(file_system.join(ram_folder, "a"))
-    assert file_system.isfile(file_system.join(ram_folder, "two.bin"))
+    write(file_system.join(remote_folder, "two.bin"), b"\x00\x01")
+    assert file_system.read_bytes(file_system.join(remote_folder, "two.bin")) == b"\x00\x01"
+    assert file_system.listdir(remote_folder) == ["a", "two.bin"]
+    assert file_system.glob(file_system.join(remote_folder, "a", "*.txt")) == [
+        file_system.join(remote_folder, "a", "one.txt")]
+    assert file_system.glob(file_system.join(remote_folder, "no-such-folder", "*.txt")) == []
+    assert file_system.getsize(file_system.join(remote_folder, "two.bin")) == 2
+    assert file_system.isdir(file_system.join(remote_folder, "a"))
+    assert file_system.isfile(file_system.join(remote_folder, "two.bin"))
+    assert not file_system.isfile(file_system.join(remote_folder, "a"))
+    assert list(file_system.walk(remote_folder)) == [
+        (remote_folder, ["a"], ["two.bin"]),
+        (file_system.join(remote_folder, "a"), [], ["one.txt"])]
 
 
-def test_writing_and_copying_over_a_remote_file_replace_it(ram_folder, tmp_path):
-    """TensorFlow's `ram://` appends when a file is written or copied over; the layer replaces
-    it, as every other file system does."""
-    path = file_system.join(ram_folder, "notes.txt")
-    for content in ("a longer first content\n", "short\n"):
-        with file_system.open_file(path, "w") as file:
-            file.write(content)
-    assert file_system.read_text(path) == "short\n"
-    with file_system.open_file(path, "wb") as file:
-        file.write(b"bytes")
-    assert file_system.read_bytes(path) == b"bytes"
-    (tmp_path / "local.txt").write_text("copied")
-    file_system.copy(str(tmp_path / "local.txt"), path)
-    assert file_system.read_text(path) == "copied"
-    with pytest.raises(FileExistsError):
-        file_system.copy(str(tmp_path / "local.txt"), path, overwrite=False)
-
-
-def test_remote_binary_lines_are_the_local_ones(ram_folder, tmp_path):
+def test_remote_binary_lines_are_the_local_ones(remote_folder, tmp_path):
     content = b"tab\tand cr\r\ncr\rinside\nlast"
     (tmp_path / "local.bin").write_bytes(content)
-    remote = file_system.join(ram_folder, "remote.bin")
-    with file_system.open_file(remote, "wb") as file:
-        file.write(content)
+    remote = file_system.join(remote_folder, "remote.bin")
+    write(remote, content)
     with open(tmp_path / "local.bin", "rb") as local, file_system.open_file(remote, "rb") as file:
         assert list(file) == list(local) == [b"tab\tand cr\r\n", b"cr\rinside\n", b"last"]
     with file_system.open_file(remote, "rb") as file:
         assert file.read(5) == b"tab\ta" and file.read() == content[5:]
 
 
-def test_missing_remote_file_is_a_python_error_naming_it(ram_folder):
-    with file_system.open_file(file_system.join(ram_folder, "model.keras"), "wb") as file:
-        file.write(b"a file, not a folder")
-    assert not file_system.exists(file_system.join(ram_folder, "model.keras", "config.json"))
-    missing = file_system.join(ram_folder, "vocab.txt")
+def test_missing_remote_file_is_a_python_error_naming_it(remote_folder):
+    write(file_system.join(remote_folder, "model.keras"), b"a file, not a folder")
+    assert not file_system.exists(file_system.join(remote_folder, "model.keras", "config.json"))
+    missing = file_system.join(remote_folder, "vocab.txt")
+    assert not file_system.exists(missing)
     with pytest.raises(FileNotFoundError, match="vocab.txt"):
         file_system.open_file(missing)
     with pytest.raises(FileNotFoundError, match="vocab.txt"):
@@ -101,14 +101,140 @@ def test_missing_remote_file_is_a_python_error_naming_it(ram_folder):
             pass
 
 
+def test_writing_copying_renaming_and_removing_files(remote_folder, tmp_path):
+    """Writing or copying over a file replaces it (`ram://` itself writes over the start of the
+    old content without truncating it)."""
+    path = file_system.join(remote_folder, "notes.txt")
+    for content in ("a longer first content\n", "short\n"):
+        write(path, content)
+    assert file_system.read_text(path) == "short\n"
+    write(path, b"bytes")
+    assert file_system.read_bytes(path) == b"bytes"
+    (tmp_path / "local.txt").write_text("copied")
+    file_system.copy(str(tmp_path / "local.txt"), path)
+    assert file_system.read_text(path) == "copied"
+    with pytest.raises(FileExistsError):
+        file_system.copy(str(tmp_path / "local.txt"), path, overwrite=False)
+    file_system.rename(path, file_system.join(remote_folder, "renamed.txt"))
+    file_system.copy(file_system.join(remote_folder, "renamed.txt"),
+                     file_system.join(remote_folder, "copy.txt"))
+    assert file_system.listdir(remote_folder) == ["copy.txt", "renamed.txt"]
+    file_system.remove(file_system.join(remote_folder, "renamed.txt"))
+    assert file_system.listdir(remote_folder) == ["copy.txt"]
+    assert file_system.read_text(file_system.join(remote_folder, "copy.txt")) == "copied"
+
+
+def test_folder_rename_moves_the_content(remote_folder):
+    """Copied file by file, then removed (`ram://` itself renames a folder's name only, leaving
+    its files under the old one)."""
+    source = file_system.join(remote_folder, "source")
+    file_system.makedirs(file_system.join(source, "inner"))
+    write(file_system.join(source, "inner", "x.txt"), "x")
+    destination = file_system.join(remote_folder, "destination")
+    file_system.rename(source, destination)
+    assert file_system.read_text(file_system.join(destination, "inner", "x.txt")) == "x"
+    assert not file_system.exists(file_system.join(source, "inner", "x.txt"))
+    assert file_system.listdir(remote_folder) == ["destination"]
+
+
+def test_local_copy_of_a_remote_folder_and_rmtree(remote_folder):
+    model = file_system.join(remote_folder, "model")
+    file_system.makedirs(file_system.join(model, "variables"))
+    write(file_system.join(model, "variables", "v"), b"weights")
+    with file_system.local_copy(model) as copy:
+        assert os.path.isdir(copy)
+        with open(os.path.join(copy, "variables", "v"), "rb") as file:
+            assert file.read() == b"weights"
+    assert not os.path.exists(copy)
+    file_system.rmtree(model)
+    assert not file_system.exists(model)
+    assert file_system.listdir(remote_folder) == []
+
+
+def test_atomic_write_replaces_whole_or_not_at_all(remote_folder):
+    path = file_system.join(remote_folder, "out", "vocab.txt")
+    atomic_files.write_atomically(path, "[PAD]\n")
+    assert file_system.read_text(path) == "[PAD]\n"
+    atomic_files.write_atomically(path, "[PAD]\n[UNK]\n")
+    assert file_system.read_text(path) == "[PAD]\n[UNK]\n"
+    with pytest.raises(RuntimeError):
+        with atomic_files.atomic_output(path, "w", encoding="utf-8") as file:
+            file.write("half")
+            raise RuntimeError("writer failed")
+    assert file_system.read_text(path) == "[PAD]\n[UNK]\n"
+    assert file_system.listdir(file_system.join(remote_folder, "out")) == ["vocab.txt"]
+
+
+def test_atomic_path_stages_locally_and_uploads(remote_folder):
+    path = file_system.join(remote_folder, "student.keras")
+    with atomic_files.atomic_path(path) as temporary:
+        assert file_system.is_local(temporary)
+        assert os.path.basename(temporary) == "student.keras"
+        with open(temporary, "wb") as file:
+            file.write(b"saved")
+    assert file_system.read_bytes(path) == b"saved"
+    assert file_system.listdir(remote_folder) == ["student.keras"]
+
+
+def test_folder_is_published_whole_json_last_and_a_failed_one_not_at_all(remote_folder,
+                                                                          monkeypatch):
+    copied = []
+    real_copy = file_system.copy
+    monkeypatch.setattr(file_system, "copy",
+                        lambda source, destination, overwrite=True: (
+                            copied.append(file_system.basename(destination)),
+                            real_copy(source, destination, overwrite))[1])
+    destination = file_system.join(remote_folder, "export")
+    with atomic_files.TemporarySibling(destination, "partial", folder=True) as work:
+        os.mkdir(os.path.join(work.path, "saved_model"))
+        for name in ("export_report.json", "model.tflite", os.path.join("saved_model", "pb")):
+            with open(os.path.join(work.path, name), "wb") as file:
+                file.write(name.encode())
+    assert copied[-1] == "export_report.json"
+    assert file_system.listdir(destination) == ["export_report.json", "model.tflite",
+                                                "saved_model"]
+    assert file_system.read_bytes(file_system.join(destination, "saved_model", "pb")) == \
+        os.path.join("saved_model", "pb").encode()
+    failed = file_system.join(remote_folder, "failed")
+    with pytest.raises(RuntimeError):
+        with atomic_files.TemporarySibling(failed, "partial", folder=True) as work:
+            with open(os.path.join(work.path, "model.onnx"), "wb") as file:
+                file.write(b"half")
+            raise RuntimeError("converter failed")
+    assert file_system.listdir(remote_folder) == ["export"]
+
+
+def test_tfrecords_through_tensorflow(remote_folder):
+    path = file_system.join(remote_folder, "shard.tfrecord")
+    with atomic_files.atomic_path(path) as temporary:
+        with tf.io.TFRecordWriter(temporary) as writer:
+            for index in range(3):
+                writer.write(b"record %d" % index)
+    assert [record.numpy() for record in tf.data.TFRecordDataset(path)] == [
+        b"record 0", b"record 1", b"record 2"]
+
+
+def test_checkpoint_save_and_restore(remote_folder):
+    variable = tf.Variable([1.0, 2.0])
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=variable),
+                                         file_system.join(remote_folder, "ckpt"), max_to_keep=1)
+    manager.save()
+    variable.assign([3.0, 4.0])
+    saved = manager.save()
+    assert tf.train.latest_checkpoint(file_system.join(remote_folder, "ckpt")) == saved
+    variable.assign([0.0, 0.0])
+    tf.train.Checkpoint(v=variable).restore(saved).assert_consumed()
+    assert variable.numpy().tolist() == [3.0, 4.0]
+    assert not file_system.glob(file_system.join(remote_folder, "ckpt", "ckpt-1*"))
+
+
 def test_ram_names_are_not_found_by_prefix(ram_folder):
     # ram:// itself says that `run/eval` exists (and is a folder) when `run/eval_history.json`
     # is stored, and lists `runner`'s content as `ner` in `run`.
     for name in ("run/eval_history.json", "run/a/x.txt", "runner/y.txt"):
         path = file_system.join(ram_folder, name)
         file_system.makedirs(file_system.dirname(path))
-        with file_system.open_file(path, "w") as file:
-            file.write("x")
+        write(path, "x")
     run = file_system.join(ram_folder, "run")
     assert not file_system.exists(file_system.join(run, "eval"))
     assert not file_system.isdir(file_system.join(ram_folder, "ru"))
@@ -119,97 +245,3 @@ def test_ram_names_are_not_found_by_prefix(ram_folder):
         file_system.listdir(file_system.join(ram_folder, "ru"))
     file_system.rmtree(run)
     assert file_system.listdir(ram_folder) == ["runner"]
-
-
-def test_writing_over_a_ram_file_replaces_its_content(ram_folder, tmp_path):
-    # ram:// writes over the start of an existing file without truncating it.
-    path = file_system.join(ram_folder, "notes.txt")
-    for text in ("a longer first text\n", "short\n"):
-        with file_system.open_file(path, "w") as file:
-            file.write(text)
-    assert file_system.read_text(path) == "short\n"
-    (tmp_path / "short.txt").write_text("tiny\n")
-    file_system.copy(str(tmp_path / "short.txt"), path)
-    assert file_system.read_text(path) == "tiny\n"
-
-
-def test_folder_rename_on_ram_moves_the_content(ram_folder):
-    # ram:// renames a folder's name only (its files stay under the old one): copied instead.
-    source = file_system.join(ram_folder, "source")
-    file_system.makedirs(file_system.join(source, "inner"))
-    with file_system.open_file(file_system.join(source, "inner", "x.txt"), "w") as file:
-        file.write("x")
-    destination = file_system.join(ram_folder, "destination")
-    file_system.rename(source, destination)
-    assert file_system.read_text(file_system.join(destination, "inner", "x.txt")) == "x"
-    assert not file_system.exists(file_system.join(source, "inner", "x.txt"))
-
-
-def test_local_copy_of_a_remote_folder(ram_folder):
-    file_system.makedirs(file_system.join(ram_folder, "model", "variables"))
-    with file_system.open_file(file_system.join(ram_folder, "model", "variables", "v"), "wb") as f:
-        f.write(b"weights")
-    with file_system.local_copy(file_system.join(ram_folder, "model")) as copy:
-        assert os.path.isdir(copy)
-        with open(os.path.join(copy, "variables", "v"), "rb") as file:
-            assert file.read() == b"weights"
-    assert not os.path.exists(copy)
-
-
-def test_atomic_output_and_write_on_ram(ram_folder):
-    path = file_system.join(ram_folder, "out", "vocab.txt")
-    atomic_files.write_atomically(path, "[PAD]\n")
-    assert file_system.read_text(path) == "[PAD]\n"
-    with pytest.raises(RuntimeError):
-        with atomic_files.atomic_output(path, "w", encoding="utf-8") as file:
-            file.write("half")
-            raise RuntimeError("writer failed")
-    assert file_system.read_text(path) == "[PAD]\n"
-    assert file_system.listdir(file_system.join(ram_folder, "out")) == ["vocab.txt"]
-
-
-def test_atomic_path_stages_locally_and_uploads(ram_folder):
-    path = file_system.join(ram_folder, "student.keras")
-    with atomic_files.atomic_path(path) as temporary:
-        assert file_system.is_local(temporary)
-        assert os.path.basename(temporary) == "student.keras"
-        with open(temporary, "wb") as file:
-            file.write(b"saved")
-    assert file_system.read_bytes(path) == b"saved"
-    assert file_system.listdir(ram_folder) == ["student.keras"]
-
-
-def test_folder_is_published_with_json_markers_last(ram_folder, monkeypatch):
-    copied = []
-    real_copy = file_system.copy
-    monkeypatch.setattr(file_system, "copy",
-                        lambda source, destination, overwrite=True: (
-                            copied.append(file_system.basename(destination)),
-                            real_copy(source, destination, overwrite))[1])
-    destination = file_system.join(ram_folder, "export")
-    with atomic_files.TemporarySibling(destination, "partial", folder=True) as work:
-        for name in ("export_report.json", "model.onnx", "model.tflite"):
-            with open(os.path.join(work.path, name), "wb") as file:
-                file.write(name.encode())
-    assert copied[-1] == "export_report.json"
-    assert file_system.listdir(destination) == ["export_report.json", "model.onnx",
-                                                 "model.tflite"]
-    assert file_system.listdir(ram_folder) == ["export"]
-
-
-def test_failed_folder_write_leaves_nothing_on_ram(ram_folder):
-    destination = file_system.join(ram_folder, "export")
-    with pytest.raises(RuntimeError):
-        with atomic_files.TemporarySibling(destination, "partial", folder=True) as work:
-            with open(os.path.join(work.path, "model.onnx"), "wb") as file:
-                file.write(b"half")
-            raise RuntimeError("converter failed")
-    assert not file_system.exists(destination)
-
-
-def test_tfrecords_through_tensorflow_on_ram(ram_folder):
-    path = file_system.join(ram_folder, "shard.tfrecord")
-    with atomic_files.atomic_path(path) as temporary:
-        with tf.io.TFRecordWriter(temporary) as writer:
-            writer.write(b"record")
-    assert [record.numpy() for record in tf.data.TFRecordDataset(path)] == [b"record"]

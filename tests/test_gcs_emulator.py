@@ -1,7 +1,7 @@
-"""kerasbert.file_system and the atomic writers on `gs://`, through TensorFlow's own GCS client
-against a local emulator (tests/gcs_emulator.py: gcp-storage-emulator from the test extra,
-behind a TLS proxy, since TensorFlow's GCS endpoints are built in and only its proxy and CA
-settings can be changed)."""
+"""A binary on `gs://`, through TensorFlow's own GCS client against a local emulator
+(tests/gcs_emulator.py: gcp-storage-emulator from the test extra, behind a TLS proxy, since
+TensorFlow's GCS endpoints are built in and only its proxy and CA settings can be changed). The
+file layer's battery on `gs://` is in tests/test_file_system.py."""
 
 import gzip
 import itertools
@@ -11,187 +11,17 @@ import sys
 import uuid
 
 import pytest
-import tensorflow as tf
 
-from kerasbert import atomic_files, file_system
+from kerasbert import file_system
 from kerasbert.data import demo
-from tests.gcs_emulator import BUCKET, serving
-
-@pytest.fixture(scope="module")
-def gcs_bucket(tmp_path_factory):
-    """`gs://kerasbert-test`, served by the emulator, with the environment TensorFlow's GCS
-    client reads pointed at it for the module's tests (restored after)."""
-    with serving(tmp_path_factory.mktemp("gcs-emulator")) as environment_variables:
-        with pytest.MonkeyPatch.context() as environment:
-            for name in ("HTTPS_PROXY", "ALL_PROXY", "all_proxy", "NO_PROXY"):
-                environment.delenv(name, raising=False)
-            for name, value in environment_variables.items():
-                environment.setenv(name, value)
-            yield f"gs://{BUCKET}"
+from tests.gcs_emulator import gcs_bucket  # noqa: F401  (a fixture)
 
 
 @pytest.fixture
-def gcs_folder(gcs_bucket):
+def gcs_folder(gcs_bucket):  # noqa: F811  (the fixture imported above)
     folder = f"{gcs_bucket}/test-{uuid.uuid4().hex[:12]}"
     yield folder
     file_system.rmtree(folder)
-
-
-@pytest.fixture(autouse=True)
-def no_local_gs_folder(tmp_path, monkeypatch):
-    """Every test runs in an empty folder and must leave no local folder named `gs:` there."""
-    monkeypatch.chdir(tmp_path)
-    yield
-    assert not os.path.exists(tmp_path / "gs:"), "a gs:// path was used as a local path"
-
-
-def test_read_write_list_glob_and_stat(gcs_folder):
-    file_system.makedirs(file_system.join(gcs_folder, "a"))
-    assert file_system.isdir(file_system.join(gcs_folder, "a"))
-    with file_system.open_file(file_system.join(gcs_folder, "a", "one.txt"), "w") as file:
-        file.write("first line\nzweite Zeile ü\n")
-    with file_system.open_file(file_system.join(gcs_folder, "a", "one.txt")) as file:
-        assert list(file) == ["first line\n", "zweite Zeile ü\n"]
-    with file_system.open_file(file_system.join(gcs_folder, "two.bin"), "wb") as file:
-        file.write(b"\x00\x01")
-    assert file_system.read_bytes(file_system.join(gcs_folder, "two.bin")) == b"\x00\x01"
-    assert file_system.listdir(gcs_folder) == ["a", "two.bin"]
-    assert file_system.glob(file_system.join(gcs_folder, "a", "*.txt")) == [
-        file_system.join(gcs_folder, "a", "one.txt")]
-    assert file_system.glob(f"gs://{BUCKET}/no-such-folder/*.txt") == []
-    assert file_system.getsize(file_system.join(gcs_folder, "two.bin")) == 2
-    assert file_system.isfile(file_system.join(gcs_folder, "two.bin"))
-    assert not file_system.isfile(file_system.join(gcs_folder, "a"))
-    assert [(folder, folders, files) for folder, folders, files in file_system.walk(gcs_folder)
-            ] == [(gcs_folder, ["a"], ["two.bin"]),
-                  (file_system.join(gcs_folder, "a"), [], ["one.txt"])]
-
-
-def test_missing_object_is_a_python_error_naming_it(gcs_folder):
-    missing = file_system.join(gcs_folder, "vocab.txt")
-    assert not file_system.exists(missing)
-    with pytest.raises(FileNotFoundError, match="vocab.txt"):
-        file_system.open_file(missing)
-    with pytest.raises(FileNotFoundError, match="vocab.txt"):
-        file_system.getsize(missing)
-    with pytest.raises(FileNotFoundError, match="vocab.txt"):
-        with file_system.local_copy(missing):
-            pass
-
-
-def test_rename_copy_and_remove(gcs_folder):
-    source = file_system.join(gcs_folder, "source.txt")
-    with file_system.open_file(source, "w") as file:
-        file.write("x")
-    file_system.rename(source, file_system.join(gcs_folder, "renamed.txt"))
-    with pytest.raises(FileExistsError):
-        file_system.copy(file_system.join(gcs_folder, "renamed.txt"),
-                         file_system.join(gcs_folder, "renamed.txt"), overwrite=False)
-    file_system.copy(file_system.join(gcs_folder, "renamed.txt"),
-                     file_system.join(gcs_folder, "copy.txt"))
-    assert file_system.listdir(gcs_folder) == ["copy.txt", "renamed.txt"]
-    file_system.remove(file_system.join(gcs_folder, "renamed.txt"))
-    assert file_system.listdir(gcs_folder) == ["copy.txt"]
-    assert file_system.read_text(file_system.join(gcs_folder, "copy.txt")) == "x"
-
-
-def test_folder_rename_copies_then_removes(gcs_folder):
-    source = file_system.join(gcs_folder, "source")
-    file_system.makedirs(file_system.join(source, "inner"))
-    with file_system.open_file(file_system.join(source, "inner", "x.txt"), "w") as file:
-        file.write("x")
-    destination = file_system.join(gcs_folder, "destination")
-    file_system.rename(source, destination)
-    assert file_system.read_text(file_system.join(destination, "inner", "x.txt")) == "x"
-    assert not file_system.exists(file_system.join(source, "inner", "x.txt"))
-    assert file_system.listdir(gcs_folder) == ["destination"]
-
-
-def test_local_copy_of_a_remote_folder_and_rmtree(gcs_folder):
-    model = file_system.join(gcs_folder, "model")
-    file_system.makedirs(file_system.join(model, "variables"))
-    with file_system.open_file(file_system.join(model, "variables", "v"), "wb") as file:
-        file.write(b"weights")
-    with file_system.local_copy(model) as copy:
-        with open(os.path.join(copy, "variables", "v"), "rb") as file:
-            assert file.read() == b"weights"
-    assert not os.path.exists(copy)
-    file_system.rmtree(model)
-    assert not file_system.exists(model)
-    assert file_system.listdir(gcs_folder) == []
-
-
-def test_atomic_write_replaces_whole_or_not_at_all(gcs_folder):
-    path = file_system.join(gcs_folder, "out", "vocab.txt")
-    atomic_files.write_atomically(path, "[PAD]\n")
-    assert file_system.read_text(path) == "[PAD]\n"
-    atomic_files.write_atomically(path, "[PAD]\n[UNK]\n")
-    assert file_system.read_text(path) == "[PAD]\n[UNK]\n"
-    with pytest.raises(RuntimeError):
-        with atomic_files.atomic_output(path, "w", encoding="utf-8") as file:
-            file.write("half")
-            raise RuntimeError("writer failed")
-    assert file_system.read_text(path) == "[PAD]\n[UNK]\n"
-    assert file_system.listdir(file_system.join(gcs_folder, "out")) == ["vocab.txt"]
-
-
-def test_atomic_path_stages_locally_and_uploads(gcs_folder):
-    path = file_system.join(gcs_folder, "student.keras")
-    with atomic_files.atomic_path(path) as temporary:
-        assert file_system.is_local(temporary)
-        with open(temporary, "wb") as file:
-            file.write(b"saved")
-    assert file_system.read_bytes(path) == b"saved"
-    assert file_system.listdir(gcs_folder) == ["student.keras"]
-
-
-def test_folder_is_published_whole_and_a_failed_one_not_at_all(gcs_folder):
-    destination = file_system.join(gcs_folder, "export")
-    with atomic_files.TemporarySibling(destination, "partial", folder=True) as work:
-        os.mkdir(os.path.join(work.path, "saved_model"))
-        for name in ("export_report.json", "model.tflite", os.path.join("saved_model", "pb")):
-            with open(os.path.join(work.path, name), "wb") as file:
-                file.write(name.encode())
-    assert file_system.listdir(destination) == ["export_report.json", "model.tflite",
-                                                "saved_model"]
-    assert file_system.read_bytes(file_system.join(destination, "saved_model", "pb")) == \
-        os.path.join("saved_model", "pb").encode()
-    failed = file_system.join(gcs_folder, "failed")
-    with pytest.raises(RuntimeError):
-        with atomic_files.TemporarySibling(failed, "partial", folder=True) as work:
-            with open(os.path.join(work.path, "model.onnx"), "wb") as file:
-                file.write(b"half")
-            raise RuntimeError("converter failed")
-    assert file_system.listdir(gcs_folder) == ["export"]
-
-
-def test_tfrecords_through_tensorflow(gcs_folder):
-    path = file_system.join(gcs_folder, "shard.tfrecord")
-    with atomic_files.atomic_path(path) as temporary:
-        with tf.io.TFRecordWriter(temporary) as writer:
-            for index in range(3):
-                writer.write(b"record %d" % index)
-    assert [record.numpy() for record in tf.data.TFRecordDataset(path)] == [
-        b"record 0", b"record 1", b"record 2"]
-    direct = file_system.join(gcs_folder, "direct.tfrecord")
-    with tf.io.TFRecordWriter(direct) as writer:
-        writer.write(b"written by TensorFlow on gs://")
-    assert [record.numpy() for record in tf.data.TFRecordDataset(direct)] == [
-        b"written by TensorFlow on gs://"]
-
-
-def test_checkpoint_save_and_restore(gcs_folder):
-    variable = tf.Variable([1.0, 2.0])
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=variable),
-                                         file_system.join(gcs_folder, "ckpt"), max_to_keep=1)
-    manager.save()
-    variable.assign([3.0, 4.0])
-    saved = manager.save()
-    assert tf.train.latest_checkpoint(file_system.join(gcs_folder, "ckpt")) == saved
-    variable.assign([0.0, 0.0])
-    tf.train.Checkpoint(v=variable).restore(saved).assert_consumed()
-    assert variable.numpy().tolist() == [3.0, 4.0]
-    assert not file_system.glob(file_system.join(gcs_folder, "ckpt", "ckpt-1*"))
 
 
 PRETRAIN_FLAGS = [
