@@ -72,9 +72,13 @@ def stderr_captured():
             os.close(saved)
 
 
-def import_tensorflow_quietly():
-    """Import TensorFlow as a binary should (see the module docstring)."""
+def import_tensorflow_quietly(start_devices=True):
+    """Import TensorFlow as a binary should (see the module docstring). `start_devices=False`
+    leaves the devices to the binary: a multi-worker or TPU strategy must configure the cluster
+    before TensorFlow's context starts ("Collective ops must be configured at program
+    startup"), so its device start-up messages are not hidden."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with stderr_captured():
         import tensorflow
-        tensorflow.config.list_logical_devices()  # device start-up logs too ("cuInit")
+        if start_devices:
+            tensorflow.config.list_logical_devices()  # device start-up logs too ("cuInit")

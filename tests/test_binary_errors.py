@@ -175,12 +175,20 @@ def _run_one_line_case(case, tmp_path):
             "expected_status": status, "expected_line": line.format(**places)}
 
 
+def _ctrl_c_as_in_a_terminal():
+    """In the binary's process: Ctrl-C (SIGINT) handled as a terminal's program gets it, also when
+    the tests run in a background job of a shell, which starts them with SIGINT ignored (and an
+    ignored signal stays ignored across `exec`)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_while_starting(tmp_path):
     """Ctrl-C to kerasbert-vocab while it loads TensorFlow (its library is mapped)."""
     process = subprocess.Popen(
         [console_script("kerasbert-vocab"), f"--input_files={CORPUS}", "--type=wordpiece",
          "--vocab_size=100", f"--output_dir={tmp_path / 'interrupted_vocab'}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_ctrl_c_as_in_a_terminal)
     deadline = time.monotonic() + TIMEOUT_SECONDS
     while "libtensorflow" not in open(f"/proc/{process.pid}/maps").read():
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
@@ -194,7 +202,8 @@ def _interrupt_training(tmp_path):
     """Ctrl-C to kerasbert-pretrain once it has saved step 5; then the same command again."""
     model_dir = tmp_path / "interrupted_pretraining"
     command = [console_script("kerasbert-pretrain"), f"--model_dir={model_dir}", *TINY_PRETRAINING]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_ctrl_c_as_in_a_terminal)
     state, deadline = model_dir / "checkpoint", time.monotonic() + TIMEOUT_SECONDS
     while not (state.exists() and 'ckpt-5"' in state.read_text()):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()

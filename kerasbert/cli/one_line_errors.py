@@ -83,6 +83,15 @@ def _is_expected(error, expected):
     return False
 
 
+# Strategies that connect to a cluster before TensorFlow's devices may start.
+CLUSTER_STRATEGIES = ("multi_worker_mirrored", "tpu")
+
+
+def _joins_a_cluster():
+    """Whether the binary's parsed `--strategy` flag names a strategy of `CLUSTER_STRATEGIES`."""
+    return getattr(flags.FLAGS, "strategy", None) in CLUSTER_STRATEGIES
+
+
 def run_reporting_errors(main, program, expected=(), interrupted=None):
     """`absl.app.run(main)`, ending as the module docstring says.
 
@@ -105,7 +114,7 @@ def run_reporting_errors(main, program, expected=(), interrupted=None):
 
     def main_reporting_errors(argv):
         try:
-            import_tensorflow_quietly()
+            import_tensorflow_quietly(start_devices=not _joins_a_cluster())
             main(argv)
         except KeyboardInterrupt as interrupt:
             _exit_interrupted(program, interrupt, interrupted)
