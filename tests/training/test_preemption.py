@@ -96,7 +96,8 @@ def _wait_for_checkpoint(model_dir, number, processes):
     deadline = time.monotonic() + TIMEOUT_SECONDS
     while not (state.exists() and f"ckpt-{number}\"" in state.read_text()):
         assert time.monotonic() < deadline, "no checkpoint in time"
-        assert all(process.poll() is None for process in processes), "a worker ended early"
+        ended = [process for process in processes if process.poll() is not None]
+        assert not ended, "a worker ended early:\n" + ended[0].communicate()[0][-3000:]
         time.sleep(0.05)
 
 
