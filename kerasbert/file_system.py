@@ -200,14 +200,12 @@ def glob(pattern):
     """The paths matching `pattern` (`*`, `?`, `[...]`), sorted."""
     if is_local(pattern):
         return sorted(_glob.glob(local_path(pattern)))
+    import tensorflow as tf
+
     try:
         return sorted(_gfile().glob(pattern))
-    except Exception as error:  # noqa: BLE001 - TensorFlow: a missing bucket or folder
-        import tensorflow as tf
-
-        if isinstance(error, tf.errors.NotFoundError):
-            return []
-        raise
+    except tf.errors.NotFoundError:  # a missing bucket or folder matches nothing
+        return []
 
 
 def getsize(path):
