@@ -22,6 +22,11 @@ CASES = [
     ("electra", "ElectraModel", {}),
     ("electra", "ElectraModel", dict(embedding_size=16, hidden_size=48, num_attention_heads=3)),
     ("electra", "ElectraModel", dict(embedding_size=32)),
+    ("distilbert", "DistilBertModel", {}),
+    ("distilbert", "DistilBertModel", dict(sinusoidal_pos_embds=True)),
+    ("distilbert", "DistilBertModel", dict(hidden_size=36, num_attention_heads=3,
+                                           num_hidden_layers=3, hidden_act="relu",
+                                           intermediate_size=50)),
 ]
 
 
@@ -43,11 +48,11 @@ def test_encoder_matches_transformers(case, tmp_path):
         outputs = encoder(inputs)
         np.testing.assert_allclose(outputs["sequence_output"], expected.last_hidden_state.numpy(),
                                    rtol=0, atol=TOLERANCE)
-        if family == "electra":
-            assert "pooled_output" not in outputs
-        else:
+        if "pooler_output" in expected:
             np.testing.assert_allclose(outputs["pooled_output"], expected.pooler_output.numpy(),
                                        rtol=0, atol=TOLERANCE)
+        else:  # ELECTRA, DistilBERT
+            assert "pooled_output" not in outputs
 
 
 @pytest.mark.parametrize("activation,swapped", [("gelu", "gelu_new"), ("gelu_new", "gelu")])
@@ -67,6 +72,7 @@ def test_parity_tolerance_detects_an_activation_mix_up(activation, swapped, tmp_
     ("bert", "BertModel", {}),
     ("albert", "AlbertModel", dict(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2)),
     ("electra", "ElectraModel", dict(embedding_size=16)),
+    ("distilbert", "DistilBertModel", dict(num_hidden_layers=3)),
 ])
 def test_hidden_states_match_transformers(family, model_class, overrides, tmp_path):
     reference = save_hf_model(model_class, hf_config(family, **overrides), tmp_path)
@@ -119,6 +125,7 @@ def test_sharded_safetensors_checkpoint(tmp_path):
 @pytest.mark.parametrize("family,model_class", [
     ("bert", "BertForMaskedLM"), ("roberta", "RobertaForMaskedLM"),
     ("albert", "AlbertForPreTraining"), ("electra", "ElectraForPreTraining"),
+    ("distilbert", "DistilBertForMaskedLM"),
 ])
 def test_encoder_only_import_of_head_checkpoints(family, model_class, tmp_path):
     reference = save_hf_model(model_class, hf_config(family), tmp_path)

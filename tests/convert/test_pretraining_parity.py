@@ -26,6 +26,7 @@ CASES = [
      {"logits": "rtd_logits"}),
     ("electra", "ElectraForMaskedLM", dict(embedding_size=16, hidden_act="relu"), ("mlm",),
      {"logits": "mlm_logits"}),
+    ("distilbert", "DistilBertForMaskedLM", {}, ("mlm",), {"logits": "mlm_logits"}),
 ]
 
 

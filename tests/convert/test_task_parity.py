@@ -5,27 +5,13 @@ import numpy as np
 import pytest
 
 import kerasbert
-from tests.helpers import hf_config, random_inputs, save_hf_model
+from tests.helpers import hf_config, random_inputs, run_hf_model, save_hf_model
 
 TOLERANCE = 1e-5
-FAMILIES = ("bert", "roberta", "albert", "electra")
-STEMS = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra"}
+FAMILIES = ("bert", "roberta", "albert", "electra", "distilbert")
+STEMS = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra",
+         "distilbert": "DistilBert"}
 LABELS = {0: "O", 1: "B-PER", 2: "I-PER"}
-
-
-def torch_inputs(inputs):
-    import torch
-
-    return dict(input_ids=torch.tensor(inputs["token_ids"], dtype=torch.long),
-                token_type_ids=torch.tensor(inputs["segment_ids"], dtype=torch.long),
-                attention_mask=torch.tensor(inputs["padding_mask"], dtype=torch.long))
-
-
-def reference_outputs(reference, inputs):
-    import torch
-
-    with torch.no_grad():
-        return reference(**torch_inputs(inputs))
 
 
 def choice_inputs(config, choices=3, batch=2, seq=9):
@@ -50,11 +36,11 @@ def test_sequence_classification(family, tmp_path):
                                                                             2: "pos"}
     inputs = random_inputs(model.encoder.config)
     np.testing.assert_allclose(model(inputs)["logits"],
-                               reference_outputs(reference, inputs).logits.numpy(),
+                               run_hf_model(reference, inputs).logits.numpy(),
                                rtol=0, atol=TOLERANCE)
 
 
-@pytest.mark.parametrize("family", ("bert", "roberta"))
+@pytest.mark.parametrize("family", ("bert", "roberta", "distilbert"))
 def test_regression(family, tmp_path):
     reference, model = import_reference(f"{STEMS[family]}ForSequenceClassification",
                                         hf_config(family, num_labels=1), tmp_path)
@@ -62,7 +48,7 @@ def test_regression(family, tmp_path):
     inputs = random_inputs(model.encoder.config)
     logits = model(inputs)["logits"]
     assert tuple(logits.shape) == (3, 1)
-    np.testing.assert_allclose(logits, reference_outputs(reference, inputs).logits.numpy(),
+    np.testing.assert_allclose(logits, run_hf_model(reference, inputs).logits.numpy(),
                                rtol=0, atol=TOLERANCE)
 
 
@@ -74,7 +60,7 @@ def test_token_classification(family, tmp_path):
     inputs = random_inputs(model.encoder.config)
     real = inputs["padding_mask"] == 1
     np.testing.assert_allclose(np.asarray(model(inputs)["logits"])[real],
-                               reference_outputs(reference, inputs).logits.numpy()[real],
+                               run_hf_model(reference, inputs).logits.numpy()[real],
                                rtol=0, atol=TOLERANCE)
 
 
@@ -85,7 +71,7 @@ def test_question_answering(family, tmp_path):
     assert model.task == "question_answering" and model.id2label is None
     inputs = random_inputs(model.encoder.config)
     real = inputs["padding_mask"] == 1
-    outputs, expected = model(inputs), reference_outputs(reference, inputs)
+    outputs, expected = model(inputs), run_hf_model(reference, inputs)
     for name in ("start_logits", "end_logits"):
         np.testing.assert_allclose(np.asarray(outputs[name])[real],
                                    getattr(expected, name).numpy()[real], rtol=0, atol=TOLERANCE)
@@ -98,20 +84,27 @@ def test_multiple_choice(family, tmp_path):
     inputs = choice_inputs(model.encoder.config)
     logits = model(inputs)["logits"]
     assert tuple(logits.shape) == (2, 3)
-    np.testing.assert_allclose(logits, reference_outputs(reference, inputs).logits.numpy(),
+    np.testing.assert_allclose(logits, run_hf_model(reference, inputs).logits.numpy(),
                                rtol=0, atol=TOLERANCE)
 
 
-def test_head_dropout_comes_from_the_checkpoint_config(tmp_path):
-    save_hf_model("AlbertForSequenceClassification",
-                  hf_config("albert", classifier_dropout_prob=0.25), tmp_path / "albert")
-    save_hf_model("BertForTokenClassification", hf_config("bert", classifier_dropout=0.3),
-                  tmp_path / "bert")
-    save_hf_model("ElectraForMultipleChoice", hf_config("electra", summary_last_dropout=0.2),
-                  tmp_path / "electra")
-    assert kerasbert.convert.from_hf(tmp_path / "albert").dropout == 0.25
-    assert kerasbert.convert.from_hf(tmp_path / "bert").dropout == 0.3
-    assert kerasbert.convert.from_hf(tmp_path / "electra").dropout == 0.2
+# (family, transformers class, the config key that sets the head's dropout, its value)
+HEAD_DROPOUTS = [
+    ("albert", "AlbertForSequenceClassification", "classifier_dropout_prob", 0.25),
+    ("bert", "BertForTokenClassification", "classifier_dropout", 0.3),
+    ("electra", "ElectraForMultipleChoice", "summary_last_dropout", 0.2),
+    ("distilbert", "DistilBertForSequenceClassification", "seq_classif_dropout", 0.25),
+    ("distilbert", "DistilBertForTokenClassification", "hidden_dropout_prob", 0.15),
+    ("distilbert", "DistilBertForQuestionAnswering", "qa_dropout", 0.3),
+]
+
+
+@pytest.mark.parametrize("family,model_class,key,dropout", HEAD_DROPOUTS,
+                         ids=[case[1] for case in HEAD_DROPOUTS])
+def test_head_dropout_comes_from_the_checkpoint_config(family, model_class, key, dropout,
+                                                       tmp_path):
+    save_hf_model(model_class, hf_config(family, **{key: dropout}), tmp_path)
+    assert kerasbert.convert.from_hf(tmp_path).dropout == dropout
 
 
 def test_a_head_checkpoint_without_its_head_weights_is_refused(tmp_path):
@@ -141,5 +134,5 @@ def test_an_unread_pooler_in_a_span_checkpoint_is_dropped(tmp_path):
     inputs = random_inputs(model.encoder.config)
     real = inputs["padding_mask"] == 1
     np.testing.assert_allclose(np.asarray(model(inputs)["start_logits"])[real],
-                               reference_outputs(reference, inputs).start_logits.numpy()[real],
+                               run_hf_model(reference, inputs).start_logits.numpy()[real],
                                rtol=0, atol=TOLERANCE)

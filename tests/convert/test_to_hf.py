@@ -18,11 +18,12 @@ from kerasbert.convert.from_hf import (ENCODER_ARCHITECTURES, PRETRAINING_ARCHIT
 from kerasbert.data import demo
 from kerasbert.tokenizers import from_hf as tokenizer_from_hf
 from kerasbert.tokenizers.text_files import iterate_lines
-from tests.helpers import TINY_CONFIGS, hf_config, random_inputs, save_hf_model
+from tests.helpers import TINY_CONFIGS, hf_config, random_inputs, run_hf_model, save_hf_model
 from tests.tokenizer_cases import ADVERSARIAL_TEXTS
 
 TOLERANCE = 1e-5
-STEMS = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra"}
+STEMS = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra",
+         "distilbert": "DistilBert"}
 LABELS = dict(id2label={0: "neg", 1: "neutral", 2: "pos"},
               label2id={"neg": 0, "neutral": 1, "pos": 2})
 
@@ -33,37 +34,28 @@ def _family(architecture):
 
 def _overrides(architecture):
     """Label names for classifiers, and the odd configurations: ALBERT layer groups, ELECTRA's
-    generator (smaller embeddings, ReLU), a head dropout of its own."""
+    generator (smaller embeddings, ReLU), DistilBERT's sinusoidal positions, head dropouts of
+    their own."""
     return {
         "AlbertForPreTraining": dict(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2),
         "ElectraForMaskedLM": dict(embedding_size=16, hidden_act="relu"),
         "BertForTokenClassification": dict(LABELS, classifier_dropout=0.3),
+        "DistilBertForSequenceClassification": dict(LABELS, seq_classif_dropout=0.3),
+        "DistilBertForQuestionAnswering": dict(qa_dropout=0.2),
+        "DistilBertForMultipleChoice": dict(sinusoidal_pos_embds=True),
     }.get(architecture, LABELS if "Classification" in architecture else {})
 
 
 # Every transformers class from_hf imports (encoders, pretraining and task heads), and regression.
-# DistilBERT's, whose config names its fields its own way, are in test_distilbert.py.
 ROUND_TRIPS = [(_family(architecture), architecture, _overrides(architecture)) for architecture
                in [*ENCODER_ARCHITECTURES.values(), *PRETRAINING_ARCHITECTURES,
-                   *TASK_ARCHITECTURES] if not architecture.startswith("DistilBert")]
+                   *TASK_ARCHITECTURES]]
 ROUND_TRIPS.append(("roberta", "RobertaForSequenceClassification", dict(num_labels=1)))
-assert len(ROUND_TRIPS) == 4 + 7 + 16 + 1
-
-
-def _torch_inputs(inputs):
-    import torch
-
-    return {name: torch.tensor(inputs[ours], dtype=torch.long) for name, ours in
-            (("input_ids", "token_ids"), ("token_type_ids", "segment_ids"),
-             ("attention_mask", "padding_mask"))}
+assert len(ROUND_TRIPS) == 5 + 8 + 20 + 1
 
 
 def _outputs(model, inputs):
-    import torch
-
-    with torch.no_grad():
-        output = model(**_torch_inputs(inputs))
-    return {name: value.numpy() for name, value in output.items()
+    return {name: value.numpy() for name, value in run_hf_model(model, inputs).items()
             if name in ("last_hidden_state", "pooler_output", "logits", "prediction_logits",
                         "seq_relationship_logits", "sop_logits", "start_logits", "end_logits")}
 
@@ -101,7 +93,10 @@ def test_transformers_round_trip(case, tmp_path):
         assert np.array_equal(exported_state[name].numpy(), value.numpy()), name
     for field in ("id2label", "label2id", "num_labels", "hidden_act",
                   "embedding_size", "num_hidden_groups", "inner_group_num", "layer_norm_eps",
-                  "pad_token_id", "max_position_embeddings", "type_vocab_size"):
+                  "pad_token_id", "max_position_embeddings", "type_vocab_size",
+                  # DistilBERT's own names
+                  "dim", "n_layers", "n_heads", "hidden_dim", "activation", "sinusoidal_pos_embds",
+                  "seq_classif_dropout", "qa_dropout", "dropout"):
         assert getattr(exported.config, field, None) == getattr(reference.config, field,
                                                                 None), field
     for field in ("classifier_dropout", "classifier_dropout_prob", "summary_last_dropout"):
@@ -119,9 +114,10 @@ def test_transformers_round_trip(case, tmp_path):
 
 
 def _dropout(config, field):
-    """A head's dropout as transformers applies it (unset: the hidden dropout)."""
+    """A head's dropout as transformers applies it (unset: the hidden dropout; DistilBERT's
+    heads have keys of their own, compared above)."""
     value = getattr(config, field, None)
-    return config.hidden_dropout_prob if value is None else value
+    return getattr(config, "hidden_dropout_prob", None) if value is None else value
 
 
 def _randomized(model, seed):
@@ -146,7 +142,8 @@ def test_native_classifier_with_label_names(family, tmp_path):
     exported = load_hf(tmp_path, f"{STEMS[family]}ForSequenceClassification")
     assert exported.config.id2label == {0: "negative", 1: "neutral", 2: "positive"}
     assert exported.config.label2id == {"negative": 0, "neutral": 1, "positive": 2}
-    dropout_field = "classifier_dropout_prob" if family == "albert" else "classifier_dropout"
+    dropout_field = {"albert": "classifier_dropout_prob",
+                     "distilbert": "seq_classif_dropout"}.get(family, "classifier_dropout")
     assert getattr(exported.config, dropout_field) == 0.2
     inputs = random_inputs(model.encoder.config, seed=5)
     np.testing.assert_allclose(_outputs(exported, inputs)["logits"],
@@ -300,9 +297,12 @@ def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
     (lambda: kerasbert.models.ElectraPretrainer(
         TINY_CONFIGS["electra"], kerasbert.models.generator_config(TINY_CONFIGS["electra"])),
      "generator and a discriminator"),
+    (lambda: kerasbert.models.build_encoder(
+        TINY_CONFIGS["distilbert"].replace(layer_norm_epsilon=1e-6)), "1e-12"),
     (lambda: keras.Sequential([keras.layers.Dense(2)]), "got Sequential"),
 ], ids=["roberta-nsp", "electra-mlm-rtd", "mlm-activation", "electra-pooler",
-        "bert-projection", "bert-offset", "electra-pretrainer", "not-kerasbert"])
+        "bert-projection", "bert-offset", "electra-pretrainer", "distilbert-epsilon",
+        "not-kerasbert"])
 def test_refuses_what_transformers_cannot_express(build, message, tmp_path):
     with pytest.raises(UnsupportedModelError, match=message):
         to_hf(build(), tmp_path / "out")
