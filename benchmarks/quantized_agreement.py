@@ -34,7 +34,6 @@ import gzip
 import os
 import platform
 import sys
-import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")  # as the tests train their models
@@ -136,17 +135,8 @@ def ablation(model, tokenizer, args):
     sets = judging_sets(tokenizer, args.texts, True)
     expected = {kind: {key: np.asarray(value) for key, value in serve(inputs).items()}
                 for kind, inputs in sets.items()}
-    converter = tflite._converter(serve, model)
-    samples = calibration_inputs(tokenizer, args.calibration_texts, True)
-    converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    converter.representative_dataset = lambda: iter(samples)
-    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8,
-                                           tf.lite.OpsSet.TFLITE_BUILTINS]
-    converter.experimental_mlir_quantizer = True
-    converter._experimental_calibrate_only = True  # pylint: disable=protected-access
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore")
-        calibrated = converter.convert()
+    calibrated = tflite._calibrated(tflite._converter(serve, model),
+                                    calibration_inputs(tokenizer, args.calibration_texts, True))
     kept_float = tflite._float_nodes(calibrated)
     operators = _operators(calibrated)
 

@@ -121,6 +121,14 @@ def _full_integer(converter, representative_inputs):
     quantization, split (as `tf.lite.experimental.QuantizationDebugger` does)
     so that the quantizer can be told which nodes to keep float.
     """
+    calibrated = _calibrated(converter, representative_inputs)
+    return _tflite_convert.mlir_quantize(calibrated,
+                                         denylisted_nodes=sorted(_float_nodes(calibrated)))
+
+
+def _calibrated(converter, representative_inputs):
+    """The first step of full-integer quantization: the float model with the value ranges
+    `representative_inputs` (dicts of int32 arrays) give every tensor, not yet quantized."""
     samples = [{name: np.asarray(value, np.int32) for name, value in sample.items()}
                for sample in representative_inputs]
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
@@ -131,9 +139,7 @@ def _full_integer(converter, representative_inputs):
     converter._experimental_calibrate_only = True  # pylint: disable=protected-access
     with warnings.catch_warnings():  # calibration runs tf.lite.Interpreter, which warns
         warnings.filterwarnings("ignore", message=".*tf.lite.Interpreter is deprecated")
-        calibrated = converter.convert()
-    return _tflite_convert.mlir_quantize(calibrated,
-                                         denylisted_nodes=sorted(_float_nodes(calibrated)))
+        return converter.convert()
 
 
 def _float_nodes(calibrated):
