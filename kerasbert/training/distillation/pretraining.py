@@ -7,6 +7,8 @@ from keras import ops
 
 from kerasbert.models.encoder import INPUT_NAMES, Encoder
 from kerasbert.models.pretraining import PretrainingModel
+from kerasbert.training.distillation.distiller_config import (constructor_arguments,
+                                                               distiller_config)
 from kerasbert.training.distillation.losses import hidden_cosine_loss, soft_target_cross_entropy
 from kerasbert.training.distillation.teachers import masked_lm_teacher
 
@@ -180,23 +182,12 @@ class PretrainingDistiller(keras.Model):
         return own if total is None else [total, *own]
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "teacher": keras.layers.serialize(self.teacher),
-            "student": keras.layers.serialize(self.student),
-            "temperature": self.temperature,
-            "soft_weight": self.soft_weight,
-            "mlm_weight": self.mlm_weight,
-            "cosine_weight": self.cosine_weight,
-        }
+        return distiller_config(self, temperature=self.temperature, soft_weight=self.soft_weight,
+                                mlm_weight=self.mlm_weight, cosine_weight=self.cosine_weight)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        for name in ("teacher", "student"):
-            config[name] = keras.layers.deserialize(config[name])
-        return cls(**config)
+        return cls(**constructor_arguments(config))
 
 
 def _frozen_copy(teacher):

@@ -15,6 +15,8 @@ import tensorflow as tf
 from kerasbert.models.batch_dicts import BatchDictTraining, restore_compile
 from kerasbert.models.encoder import INPUT_NAMES
 from kerasbert.models.tasks import TaskModel
+from kerasbert.training.distillation.distiller_config import (constructor_arguments,
+                                                               distiller_config)
 from kerasbert.training.distillation.losses import soft_target_cross_entropy
 from kerasbert.training.distillation.pretraining import TEACHER_SCOPE
 
@@ -160,21 +162,11 @@ class TaskDistiller(BatchDictTraining, keras.Model):
         return self.alpha * soft + (1.0 - self.alpha) * hard
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "teacher": keras.layers.serialize(self.teacher),
-            "student": keras.layers.serialize(self.student),
-            "temperature": self.temperature,
-            "alpha": self.alpha,
-        }
+        return distiller_config(self, temperature=self.temperature, alpha=self.alpha)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        for role in ("teacher", "student"):
-            config[role] = keras.layers.deserialize(config[role])
-        return cls(**config)
+        return cls(**constructor_arguments(config))
 
 
 def _frozen_copy(model):
