@@ -1,6 +1,7 @@
 """Texts for tokenizer parity tests: the shipped corpus and a hand-picked adversarial set."""
 
 import gzip
+import re
 import shutil
 from pathlib import Path
 
@@ -72,3 +73,39 @@ def assert_offsets_same_in_graph(tokenizer, texts):
         for column, tensor in zip(streamed, batch):
             column.extend(tensor.to_list())
     assert streamed == eager
+
+
+def assert_answer_spans_map_to_tokens(tokenizer, lines, decode_only_letters=False):
+    """Answers of three space-separated words in `lines`, given by character offsets, map to the
+    tokens that spell exactly that text: those inside the span are those overlapping it, they
+    are consecutive, their offsets start and end where the answer does, and they decode to the
+    answer (with `decode_only_letters`, only answers of letters and spaces are decoded)."""
+    cases = []
+    for text in lines[:400]:
+        words = list(re.finditer(r"(?<!\S)[A-Za-z]+(?!\S)", text))
+        for first in range(0, len(words) - 2, 5):
+            if words[first + 2].start() - words[first].end() <= 8:
+                cases.append((text, words[first].start(), words[first + 2].end()))
+    assert len(cases) > 100
+    ids, starts, ends = tokenizer.tokenize_with_offsets([text for text, _, _ in cases])
+    for (text, answer_start, answer_end), row, row_starts, row_ends in zip(
+            cases, ids.to_list(), starts.to_list(), ends.to_list()):
+        inside = [i for i, (s, e) in enumerate(zip(row_starts, row_ends))
+                  if s >= answer_start and e <= answer_end]
+        overlapping = [i for i, (s, e) in enumerate(zip(row_starts, row_ends))
+                       if s < answer_end and e > answer_start]
+        assert inside == overlapping == list(range(inside[0], inside[-1] + 1))
+        first, last = inside[0], inside[-1]
+        assert (row_starts[first], row_ends[last]) == (answer_start, answer_end)
+        answer = " ".join(text[answer_start:answer_end].split())
+        if not decode_only_letters or re.fullmatch(r"[A-Za-z ]+", answer):
+            decoded = tokenizer.detokenize([row[first:last + 1]]).numpy()[0].decode("utf-8")
+            assert decoded == (answer.lower() if tokenizer.lowercase else answer)
+
+
+def transformers_mismatches(ours, reference, texts, **options):
+    """`(text, our ids, transformers' ids)` for each of `texts` that a kerasbert tokenizer and a
+    `transformers` tokenizer (called with `options`) split differently, no special tokens added."""
+    mine = ours.tokenize(texts).to_list()
+    theirs = reference(texts, add_special_tokens=False, **options)["input_ids"]
+    return [(text, m, t) for text, m, t in zip(texts, mine, theirs) if m != t]

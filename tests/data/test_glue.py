@@ -26,6 +26,14 @@ from kerasbert.data.task_errors import TaskDataError
 MNLI_PARSES = ["( ( The cat ) sat )", "( ( A cat ) sits )", "(ROOT (S (NP The cat) (VP sat)))",
                "(ROOT (S (NP A cat) (VP sits)))"]
 
+
+def _indexed_pair_layout(first, second):
+    """The layout of QNLI, RTE and WNLI: index, the two texts, and the label (none in test)."""
+    labelled = (["index", first, second, "label"], lambda i, a, b, label: [i, a, b, label])
+    return {"train": labelled, "dev": labelled,
+            "test": (["index", first, second], lambda i, a, b, label: [i, a, b])}
+
+
 # task -> split -> (header or None, function (index, text_a, text_b, label) -> official row).
 OFFICIAL_LAYOUTS = {
     "cola": {
@@ -93,27 +101,9 @@ OFFICIAL_LAYOUTS = {
                                                     *MNLI_PARSES, a, b]),
         "diagnostic": (["index", "sentence1", "sentence2"], lambda i, a, b, label: [i, a, b]),
     },
-    "qnli": {
-        "train": (["index", "question", "sentence", "label"],
-                  lambda i, a, b, label: [i, a, b, label]),
-        "dev": (["index", "question", "sentence", "label"],
-                lambda i, a, b, label: [i, a, b, label]),
-        "test": (["index", "question", "sentence"], lambda i, a, b, label: [i, a, b]),
-    },
-    "rte": {
-        "train": (["index", "sentence1", "sentence2", "label"],
-                  lambda i, a, b, label: [i, a, b, label]),
-        "dev": (["index", "sentence1", "sentence2", "label"],
-                lambda i, a, b, label: [i, a, b, label]),
-        "test": (["index", "sentence1", "sentence2"], lambda i, a, b, label: [i, a, b]),
-    },
-    "wnli": {
-        "train": (["index", "sentence1", "sentence2", "label"],
-                  lambda i, a, b, label: [i, a, b, label]),
-        "dev": (["index", "sentence1", "sentence2", "label"],
-                lambda i, a, b, label: [i, a, b, label]),
-        "test": (["index", "sentence1", "sentence2"], lambda i, a, b, label: [i, a, b]),
-    },
+    "qnli": _indexed_pair_layout("question", "sentence"),
+    "rte": _indexed_pair_layout("sentence1", "sentence2"),
+    "wnli": _indexed_pair_layout("sentence1", "sentence2"),
 }
 # Files without an index column: their examples are numbered in file order.
 NO_INDEX_COLUMN = {("cola", "train"), ("cola", "dev"), ("sst2", "train"), ("sst2", "dev"),

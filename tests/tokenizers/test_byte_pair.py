@@ -14,7 +14,7 @@ from kerasbert.tokenizers.byte_pair import (BytePairTokenizer, bytes_to_unicode,
                                             read_merges_txt, read_vocabulary_json)
 from kerasbert.tokenizers.byte_pair_training import train_byte_pair
 from kerasbert.tokenizers.text_files import iterate_lines
-from tests.tokenizer_cases import ADVERSARIAL_TEXTS, corpus_files
+from tests.tokenizer_cases import ADVERSARIAL_TEXTS, corpus_files, transformers_mismatches
 
 SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 
@@ -72,12 +72,6 @@ def small_tokenizer(small_vocab):
     return BytePairTokenizer.from_files(*small_vocab)
 
 
-def _mismatches(ours, reference, texts, **options):
-    mine = ours.tokenize(texts).to_list()
-    theirs = reference(texts, add_special_tokens=False, **options)["input_ids"]
-    return [(text, m, t) for text, m, t in zip(texts, mine, theirs) if m != t]
-
-
 def test_trained_vocabulary(small_vocab, tmp_path):
     vocab_path, merges_path = small_vocab
     vocabulary = read_vocabulary_json(vocab_path)
@@ -119,12 +113,12 @@ def test_training_options_and_errors(tmp_path):
 
 def test_identical_ids_on_the_whole_corpus(tokenizers, corpus_lines):
     ours, reference = tokenizers
-    assert _mismatches(ours, reference, corpus_lines) == []
+    assert transformers_mismatches(ours, reference, corpus_lines) == []
 
 
 def test_identical_ids_on_adversarial_texts(tokenizers):
     ours, reference = tokenizers
-    assert _mismatches(ours, reference, ADVERSARIAL_TEXTS + BYTE_LEVEL_TEXTS) == []
+    assert transformers_mismatches(ours, reference, ADVERSARIAL_TEXTS + BYTE_LEVEL_TEXTS) == []
 
 
 def test_identical_ids_with_prefix_space_and_split_special_tokens(vocab_dir, corpus_lines):
@@ -136,7 +130,7 @@ def test_identical_ids_with_prefix_space_and_split_special_tokens(vocab_dir, cor
         for split in (False, True):
             ours = BytePairTokenizer.from_files(*files, add_prefix_space=add_prefix_space,
                                                 split_special_tokens=split)
-            assert _mismatches(ours, reference, texts, split_special_tokens=split) == []
+            assert transformers_mismatches(ours, reference, texts, split_special_tokens=split) == []
 
 
 @pytest.mark.parametrize("lstrip, rstrip", [(True, False), (False, True), (True, True)])
@@ -153,7 +147,7 @@ def test_special_tokens_that_take_surrounding_whitespace(vocab_dir, lstrip, rstr
     rng = np.random.default_rng(0)
     texts = ["".join(rng.choice(pieces, size=rng.integers(0, 12))) for _ in range(500)]
     texts += ["The capital of France is <mask>.", "a <mask>  <mask>\n<mask> b"]
-    assert _mismatches(ours, reference, texts + BYTE_LEVEL_TEXTS) == []
+    assert transformers_mismatches(ours, reference, texts + BYTE_LEVEL_TEXTS) == []
     with pytest.raises(ValueError, match="'<nope>' in lstrip_tokens/rstrip_tokens is not one"):
         BytePairTokenizer(ours.vocabulary, ours.merges, lstrip_tokens=["<nope>"])
 

@@ -1,7 +1,6 @@
 """Token character offsets: identical to Hugging Face's `return_offsets_mapping`, in-graph."""
 
 import json
-import re
 
 import pytest
 import tensorflow as tf
@@ -10,7 +9,8 @@ import transformers
 from kerasbert.tokenizers import WordPieceTokenizer, from_hf
 from kerasbert.tokenizers.base import Tokenizer
 from kerasbert.tokenizers.text_files import iterate_lines
-from tests.tokenizer_cases import ADVERSARIAL_TEXTS, assert_offsets_same_in_graph, corpus_files
+from tests.tokenizer_cases import (ADVERSARIAL_TEXTS, assert_answer_spans_map_to_tokens,
+                                   assert_offsets_same_in_graph, corpus_files)
 
 
 @pytest.fixture(scope="module")
@@ -114,28 +114,7 @@ def test_runs_in_tf_function_and_tf_data(tokenizers, corpus_lines):
 
 def test_squad_style_answer_spans(tokenizers, corpus_lines):
     """An answer given by character offsets maps to the tokens that spell exactly that text."""
-    ours, _ = tokenizers
-    cases = []
-    for text in corpus_lines[:400]:
-        words = [m for m in re.finditer(r"(?<!\S)[A-Za-z]+(?!\S)", text)]
-        for first in range(0, len(words) - 2, 5):  # answers of three space-separated words
-            if words[first + 2].start() - words[first].end() <= 8:
-                cases.append((text, words[first].start(), words[first + 2].end()))
-    assert len(cases) > 100
-    ids, starts, ends = ours.tokenize_with_offsets([text for text, _, _ in cases])
-    for (text, answer_start, answer_end), row, row_starts, row_ends in zip(
-            cases, ids.to_list(), starts.to_list(), ends.to_list()):
-        inside = [i for i, (s, e) in enumerate(zip(row_starts, row_ends))
-                  if s >= answer_start and e <= answer_end]
-        overlapping = [i for i, (s, e) in enumerate(zip(row_starts, row_ends))
-                       if s < answer_end and e > answer_start]
-        assert inside == overlapping == list(range(inside[0], inside[-1] + 1))
-        first, last = inside[0], inside[-1]
-        assert (row_starts[first], row_ends[last]) == (answer_start, answer_end)
-        answer = " ".join(text[answer_start:answer_end].split())
-        if re.fullmatch(r"[A-Za-z ]+", answer):
-            decoded = ours.detokenize([row[first:last + 1]]).numpy()[0].decode("utf-8")
-            assert decoded == (answer.lower() if ours.lowercase else answer)
+    assert_answer_spans_map_to_tokens(tokenizers[0], corpus_lines, decode_only_letters=True)
 
 
 def test_base_class_names_the_tokenizer_without_offsets():

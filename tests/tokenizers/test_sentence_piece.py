@@ -21,7 +21,7 @@ from kerasbert.tokenizers.sentence_piece import (
     load_sentence_piece_tokenizer, parse_model_proto, penalize_digit_comma_pieces)
 from kerasbert.tokenizers.sentence_piece_training import train_sentence_piece
 from kerasbert.tokenizers.text_files import iterate_lines
-from tests.tokenizer_cases import ADVERSARIAL_TEXTS
+from tests.tokenizer_cases import ADVERSARIAL_TEXTS, transformers_mismatches
 
 CORPUS_FILES = demo.pretraining_corpus_files()  # real English prose, ~18.6k lines
 
@@ -124,12 +124,6 @@ def _sentencepiece_mismatches(ours, processor, texts, **options):
     return [(text, m, t) for text, m, t in zip(texts, mine, theirs) if m != t]
 
 
-def _transformers_mismatches(ours, reference, texts):
-    mine = ours.tokenize(texts).to_list()
-    theirs = reference(texts, add_special_tokens=False)["input_ids"]
-    return [(text, m, t) for text, m, t in zip(texts, mine, theirs) if m != t]
-
-
 def test_trained_model(model_dir):
     directory, lowercase = model_dir
     model = parse_model_proto((directory / "spiece.model").read_bytes())
@@ -168,7 +162,7 @@ def test_identical_to_sentencepiece_with_other_options(tokenizers, corpus_lines,
 def test_identical_to_transformers(tokenizers, corpus_lines):
     ours, _, reference, _ = tokenizers
     texts = corpus_lines + ADVERSARIAL_TEXTS + ALBERT_TEXTS
-    assert _transformers_mismatches(ours, reference, texts) == []
+    assert transformers_mismatches(ours, reference, texts) == []
 
 
 def test_identical_to_transformers_keeping_accents(model_dir, corpus_lines):
@@ -177,7 +171,7 @@ def test_identical_to_transformers_keeping_accents(model_dir, corpus_lines):
     reference = transformers.AlbertTokenizer.from_pretrained(
         str(directory), do_lower_case=lowercase, keep_accents=True)
     texts = corpus_lines[:2000] + ADVERSARIAL_TEXTS + ALBERT_TEXTS
-    assert _transformers_mismatches(ours, reference, texts) == []
+    assert transformers_mismatches(ours, reference, texts) == []
 
 
 def test_known_differences_from_transformers(tokenizers):
@@ -220,7 +214,7 @@ def test_digit_comma_pieces_as_the_hub_tokenizer_json(model_dir, corpus_lines, t
     # Where two segmentations score exactly the same ("111" as 1+11 or 11+1), SentencePiece and
     # the tokenizers library may break the tie differently; nowhere else.
     scores = parse_model_proto(penalize_digit_comma_pieces(ours.proto))["scores"]
-    for text, mine, theirs in _transformers_mismatches(ours, hub_like, texts):
+    for text, mine, theirs in transformers_mismatches(ours, hub_like, texts):
         assert sum(scores[i] for i in mine) == pytest.approx(sum(scores[i] for i in theirs),
                                                              abs=1e-4), text
     differ = sum(a != b for a, b in zip(ours.tokenize(texts).to_list(),

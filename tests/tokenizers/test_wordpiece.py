@@ -8,7 +8,7 @@ import transformers
 
 from kerasbert.tokenizers import VocabularyError, WordPieceTokenizer, from_hf
 from kerasbert.tokenizers.text_files import iterate_lines
-from tests.tokenizer_cases import ADVERSARIAL_TEXTS, corpus_files
+from tests.tokenizer_cases import ADVERSARIAL_TEXTS, corpus_files, transformers_mismatches
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["uncased", "cased"])
@@ -30,12 +30,6 @@ def corpus_lines():
     return list(iterate_lines(corpus_files()))
 
 
-def _mismatches(ours, reference, texts):
-    mine = ours.tokenize(texts).to_list()
-    theirs = reference(texts, add_special_tokens=False)["input_ids"]
-    return [(text, m, t) for text, m, t in zip(texts, mine, theirs) if m != t]
-
-
 def test_trained_vocabulary(vocab_dir):
     directory, _ = vocab_dir
     vocabulary = (directory / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
@@ -46,12 +40,12 @@ def test_trained_vocabulary(vocab_dir):
 
 def test_identical_ids_on_the_whole_corpus(tokenizers, corpus_lines):
     ours, reference = tokenizers
-    assert _mismatches(ours, reference, corpus_lines) == []
+    assert transformers_mismatches(ours, reference, corpus_lines) == []
 
 
 def test_identical_ids_on_adversarial_texts(tokenizers):
     ours, reference = tokenizers
-    assert _mismatches(ours, reference, ADVERSARIAL_TEXTS) == []
+    assert transformers_mismatches(ours, reference, ADVERSARIAL_TEXTS) == []
 
 
 def test_greek_final_sigma_is_lowered_like_transformers(tmp_path):
@@ -61,7 +55,7 @@ def test_greek_final_sigma_is_lowered_like_transformers(tmp_path):
     reference = transformers.BertTokenizer(vocab=str(tmp_path / "vocab.txt"), do_lower_case=True)
     ours = from_hf(tmp_path)
     texts = ["ΟΔΟΣ", "Σ ς σ", "οδος ΟΔΟΣ"]
-    assert _mismatches(ours, reference, texts) == []
+    assert transformers_mismatches(ours, reference, texts) == []
     assert ours.tokenize(["ΟΔΟΣ"]).to_list() == [[6]]
 
 
@@ -75,7 +69,7 @@ def test_identical_ids_with_a_vocabulary_from_the_tokenizers_library(tmp_path, c
     trainer.save_model(str(tmp_path))
     reference = transformers.BertTokenizer(vocab=str(tmp_path / "vocab.txt"), do_lower_case=True)
     ours = from_hf(tmp_path)
-    assert _mismatches(ours, reference, corpus_lines + ADVERSARIAL_TEXTS) == []
+    assert transformers_mismatches(ours, reference, corpus_lines + ADVERSARIAL_TEXTS) == []
 
 
 @pytest.mark.parametrize("max_length", [6, 9, 16, 64])
@@ -236,4 +230,4 @@ def test_reads_transformers_save_pretrained_output(vocab_dir, tmp_path, corpus_l
     assert not (tmp_path / "vocab.txt").exists()
     ours = from_hf(tmp_path)
     assert ours.lowercase == lowercase
-    assert _mismatches(ours, reference, corpus_lines[:500] + ADVERSARIAL_TEXTS) == []
+    assert transformers_mismatches(ours, reference, corpus_lines[:500] + ADVERSARIAL_TEXTS) == []
