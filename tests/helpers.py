@@ -96,8 +96,6 @@ def save_hf_model(model_class_name, config, directory, seed=0, max_shard_size="5
 
 def hf_outputs(model, inputs):
     """Run a `transformers` encoder on kerasbert-style numpy inputs."""
-    import torch
-
     return run_hf_model(model, inputs, output_hidden_states=True)
 
 
