@@ -49,6 +49,10 @@ class ConfigKey:
 
     `default` is used when the key is missing or null (`REQUIRED`: an error; None: the
     `EncoderConfig` default). `written=False`: read when present, never written.
+
+    >>> from kerasbert import families
+    >>> families.get("distilbert").conversion.hf.config_keys[1]
+    ConfigKey(field='hidden_size', key='dim', default='required', written=True)
     """
 
     field: str
@@ -61,7 +65,12 @@ class ConfigKey:
 class EncoderRows:
     """An encoder's rows: the embeddings, the embedding projection (only where the config has
     one), one transformer layer (repeated per distinct layer), the pooler (only where the
-    config has one), and the kerasbert variables the format has no weights for (zero-filled)."""
+    config has one), and the kerasbert variables the format has no weights for (zero-filled).
+
+    >>> from kerasbert import families
+    >>> families.get("roberta").conversion.keras_hub.encoder.zeros
+    ('embeddings/segment_embedding/embeddings',)
+    """
 
     embeddings: Rows
     layer: Rows
@@ -76,6 +85,10 @@ class HFTaskHead:
 
     `dropout_default`: the value when the key is missing (None: the encoder's
     `hidden_dropout_prob`, else 0.1). `extra_fields`: written as they are into `config.json`.
+
+    >>> from kerasbert import families
+    >>> families.get("albert").conversion.hf.task_heads["question_answering"].dropout_key
+    'classifier_dropout_prob'
     """
 
     rows: Rows
@@ -98,6 +111,11 @@ class HuggingFaceTables:
       own); `tied_decoder`: the decoder module some checkpoints also store (its weight is the
       word embeddings, its bias the MLM bias).
     - `task_heads`: fine-tuning task -> `HFTaskHead`.
+
+    >>> from kerasbert import families
+    >>> hf = families.get("bert").conversion.hf
+    >>> hf.pretraining_architectures["BertForPreTraining"], hf.mlm_bias
+    (('mlm', 'nsp'), 'cls.predictions.bias')
     """
 
     model_type: str
@@ -122,7 +140,12 @@ class HuggingFaceTables:
 class ModelSizes:
     """Pretraining hyperparameters from which a family's code derives the encoder (ELECTRA's
     `model_size`): the hidden size and depth of each size, the embedding size of the small
-    one, the default vocabulary, and the generator's default size fractions."""
+    one, the default vocabulary, and the generator's default size fractions.
+
+    >>> from kerasbert import families
+    >>> families.get("electra").conversion.google.model_sizes.sizes["base"]
+    (768, 12)
+    """
 
     sizes: Mapping[str, Tuple[int, int]]
     small_embedding_size: int
@@ -144,6 +167,11 @@ class GoogleTables:
     - `model_sizes`: when its config may give hyperparameters instead of sizes.
     - `generator_scope` / `other_model_scopes`: a checkpoint holding a second model (ELECTRA's
       generator): its scope, and for each model the scopes of the other, left out.
+
+    >>> from kerasbert import families
+    >>> google = families.get("albert").conversion.google
+    >>> google.scope, google.activation_names
+    ('bert', {'gelu': 'gelu_new'})
     """
 
     scope: str
@@ -163,7 +191,13 @@ class KerasHubTables:
     """A family as keras-hub has it: its backbone class, constructor arguments
     (`EncoderConfig` field -> argument), the rows of its variables, the padding id of its
     tokenizer, its tokenizer class and asset format (and whether it gives token types), and
-    the `EncoderConfig` fields kerasbert fixes to hold what keras-hub computes."""
+    the `EncoderConfig` fields kerasbert fixes to hold what keras-hub computes.
+
+    >>> from kerasbert import families
+    >>> keras_hub = families.get("electra").conversion.keras_hub
+    >>> keras_hub.backbone_class, keras_hub.config_keys["vocab_size"]
+    ('ElectraBackbone', 'vocab_size')
+    """
 
     backbone_class: str
     config_keys: Mapping[str, str]
@@ -182,6 +216,11 @@ class ConversionTables:
     `display_name` names the family in messages; `positions_after_padding`: its checkpoints
     number positions from `pad_token_id + 1` (RoBERTa's), not from 0. `google` is None for a
     family Google released no TF1 checkpoints of.
+
+    >>> from kerasbert import families
+    >>> roberta = families.get("roberta").conversion
+    >>> roberta.display_name, roberta.positions_after_padding, roberta.google
+    ('RoBERTa', True, None)
     """
 
     display_name: str
