@@ -1,4 +1,4 @@
-"""`EncoderConfig` fields <-> a checkpoint config's keys, as a family's `ConfigKey` rows name them."""
+"""`EncoderConfig` fields <-> a checkpoint config's keys, as a family's `ConfigKey` rows say."""
 
 from kerasbert.families.conversion_tables import REQUIRED
 
@@ -10,8 +10,9 @@ def read_config_keys(values, keys, missing):
 
     >>> from kerasbert import families
     >>> keys = families.get("bert").conversion.hf.config_keys
-    >>> fields = read_config_keys({"vocab_size": 9, "hidden_size": 4, "num_hidden_layers": 1,
-    ...                            "num_attention_heads": 2, "intermediate_size": 8}, keys, KeyError)
+    >>> values = {"vocab_size": 9, "hidden_size": 4, "num_hidden_layers": 1,
+    ...           "num_attention_heads": 2, "intermediate_size": 8}
+    >>> fields = read_config_keys(values, keys, KeyError)
     >>> fields["num_layers"], fields["hidden_activation"], "embedding_size" in fields
     (1, 'gelu', False)
     """

@@ -156,12 +156,12 @@ def detect_family(names, prefix="checkpoint"):
     """
     # The family of the longest marker found: ALBERT's encoder lives under `bert/` too, but only
     # it has `bert/encoder/transformer/` groups and the projection.
-    found = {family: max((len(marker) for marker in google_tables(family).markers
-                          if any(name.startswith(marker) for name in names)), default=0)
-             for family in google_families()}
-    family = max(found, key=found.get)
-    if found[family]:
-        return family
+    longest_marker = {family: max((len(marker) for marker in google_tables(family).markers
+                                   if any(name.startswith(marker) for name in names)), default=0)
+                      for family in google_families()}
+    best = max(longest_marker, key=longest_marker.get)
+    if longest_marker[best]:
+        return best
     raise GoogleCheckpointError(
         f"{prefix}: cannot tell BERT, ALBERT or ELECTRA from its variable names "
         f"({sorted(names)[:5]}); pass family=")

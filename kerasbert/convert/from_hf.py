@@ -4,7 +4,8 @@ import os
 
 from kerasbert import families, file_system
 from kerasbert.convert.checkpoint_files import read_state_dict
-from kerasbert.convert.hf_config import encoder_config_from_hf, read_hf_config, task_settings_from_hf
+from kerasbert.convert.hf_config import (encoder_config_from_hf, read_hf_config,
+                                         task_settings_from_hf)
 from kerasbert.convert.hf_names import (IGNORED_BUFFERS, encoder_name_map, head_name_map,
                                         hf_tables, normalize_hf_name, task_head_name_map)
 from kerasbert.convert.weights import WeightMismatchError, assign_weights

@@ -2,12 +2,11 @@
 
 The rows are the families' (`families.get(family).conversion.keras_hub`). A row is
 `(keras_hub_layer, kerasbert_layer, kind)`; `kind` fixes the variable names on both sides and
-how a keras-hub value is reshaped into kerasbert's variable (`KINDS`). keras-hub's attention projections keep the
-heads as an axis of their own (`[hidden, heads, head_size]`), kerasbert's
-are plain dense layers (`[hidden, heads * head_size]`): the `HEADS_*` kinds
-merge the head axes, in the order keras-hub lays them out. `{n}` stands for
-a distinct transformer layer; ALBERT's rows use `{group}` and `{inner}` of
-that layer instead.
+how a keras-hub value is reshaped into kerasbert's variable (`KINDS`). keras-hub's attention
+projections keep the heads as an axis of their own (`[hidden, heads, head_size]`), kerasbert's
+are plain dense layers (`[hidden, heads * head_size]`): the `HEADS_*` kinds merge the head axes,
+in the order keras-hub lays them out. `{n}` stands for a distinct transformer layer; ALBERT's
+rows use `{group}` and `{inner}` of that layer instead.
 """
 
 import numpy as np

@@ -5,7 +5,8 @@ from kerasbert.families.model_traits import ModelTraits, TokenizerTraits
 
 from kerasbert.families.conversion_tables import (
     DENSE, EMBEDDING, HEADS_IN, HEADS_OUT, LAYER_NORM, LINEAR, OUTPUT_LAYER, VARIABLE, WORDPIECE,
-    ConfigKey, ConversionTables, EncoderRows, GoogleTables, HFTaskHead, HuggingFaceTables, KerasHubTables)
+    ConfigKey, ConversionTables, EncoderRows, GoogleTables, HFTaskHead, HuggingFaceTables,
+    KerasHubTables)
 
 # The model and its tokenizer: presets, config defaults and checks, heads, special tokens.
 
