@@ -8,8 +8,7 @@ import tensorflow as tf
 from kerasbert import file_system
 from kerasbert.convert.google_config import (GoogleCheckpointError, electra_generator_config,
                                              encoder_config_from_google, read_google_config)
-from kerasbert.convert.google_names import (ELECTRA_GENERATOR_SCOPE, ELECTRA_OTHER_MODEL_SCOPES,
-                                            ENCODER_SCOPES, FAMILY_MARKERS, encoder_name_map,
+from kerasbert.convert.google_names import (encoder_name_map, google_families, google_tables,
                                             head_name_map, head_scopes, is_skipped,
                                             query_kernel_name)
 from kerasbert.convert.weights import assign_weights
@@ -108,22 +107,23 @@ def from_google(checkpoint_prefix, config_json=None, encoder_only=False, family=
     shapes = {name: tuple(shape) for name, shape in reader.get_variable_to_shape_map().items()
               if not is_skipped(name)}
     family = family or detect_family(shapes, prefix)
-    if family not in ENCODER_SCOPES:
+    if family not in google_families():
         raise GoogleCheckpointError(f"{prefix}: family {family!r} is not one of "
-                                    f"{sorted(ENCODER_SCOPES)}")
+                                    f"{sorted(google_families())}")
+    tables = google_tables(family)
     if electra_model not in ELECTRA_MODELS or (electra_model != "discriminator"
-                                               and family != "electra"):
+                                               and not tables.generator_scope):
         raise GoogleCheckpointError(f"{prefix}: electra_model={electra_model!r}; expected one "
                                     f"of {ELECTRA_MODELS}, and 'generator' only for ELECTRA")
 
     config = encoder_config_from_google(values, family, source=config_path)
-    scope = embeddings_scope = ENCODER_SCOPES[family]
+    scope = embeddings_scope = tables.scope
     model_heads = FAMILY_HEADS[family]
-    if family == "electra" and electra_model == "generator":
-        scope, model_heads = ELECTRA_GENERATOR_SCOPE, ("mlm",)
+    if electra_model == "generator":
+        scope, model_heads = tables.generator_scope, ("mlm",)
         if _has_scope(shapes, f"{scope}/embeddings"):
             embeddings_scope = scope  # trained with untied generator embeddings
-        config = electra_generator_config(config, values, _generator_size(shapes),
+        config = electra_generator_config(config, values, _generator_size(shapes, family, scope),
                                           source=config_path)
     heads = () if encoder_only else tuple(
         head for head in model_heads
@@ -142,7 +142,7 @@ def from_google(checkpoint_prefix, config_json=None, encoder_only=False, family=
         wanted = (f"{scope}/", f"{embeddings_scope}/embeddings/")
         names = [name for name in shapes if name in name_map or name.startswith(wanted)]
     else:
-        left_out = ELECTRA_OTHER_MODEL_SCOPES[electra_model] if family == "electra" else ()
+        left_out = tables.other_model_scopes.get(electra_model, ())
         names = [name for name in shapes if name in name_map or not name.startswith(left_out)]
     assign_weights(model, _read(reader, prefix, names), name_map, source=f"checkpoint {prefix}")
     return model
@@ -154,9 +154,14 @@ def detect_family(names, prefix="checkpoint"):
     >>> detect_family(["bert/encoder/transformer/group_0/inner_group_0/LayerNorm/beta"])
     'albert'
     """
-    for family, beginnings in FAMILY_MARKERS:
-        if any(name.startswith(beginnings) for name in names):
-            return family
+    # The family of the longest marker found: ALBERT's encoder lives under `bert/` too, but only
+    # it has `bert/encoder/transformer/` groups and the projection.
+    longest_marker = {family: max((len(marker) for marker in google_tables(family).markers
+                                   if any(name.startswith(marker) for name in names)), default=0)
+                      for family in google_families()}
+    best = max(longest_marker, key=longest_marker.get)
+    if longest_marker[best]:
+        return best
     raise GoogleCheckpointError(
         f"{prefix}: cannot tell BERT, ALBERT or ELECTRA from its variable names "
         f"({sorted(names)[:5]}); pass family=")
@@ -166,14 +171,14 @@ def _has_scope(shapes, scope):
     return any(name == scope or name.startswith(scope + "/") for name in shapes)
 
 
-def _generator_size(shapes):
-    """`(hidden_size, num_layers)` of the ELECTRA generator variables in a checkpoint, or None."""
+def _generator_size(shapes, family, scope):
+    """`(hidden_size, num_layers)` of the generator variables under `scope`, or None."""
     num_layers = 0
-    while query_kernel_name(ELECTRA_GENERATOR_SCOPE, num_layers) in shapes:
+    while query_kernel_name(family, scope, num_layers) in shapes:
         num_layers += 1
     if not num_layers:
         return None
-    return shapes[query_kernel_name(ELECTRA_GENERATOR_SCOPE, 0)][-1], num_layers
+    return shapes[query_kernel_name(family, scope, 0)][-1], num_layers
 
 
 def _open(prefix):

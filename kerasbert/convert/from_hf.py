@@ -2,51 +2,38 @@
 
 import os
 
-from kerasbert import file_system
+from kerasbert import families, file_system
 from kerasbert.convert.checkpoint_files import read_state_dict
-from kerasbert.convert.hf_config import (BASE_MODEL_PREFIX, encoder_config_from_hf, read_hf_config,
+from kerasbert.convert.hf_config import (encoder_config_from_hf, read_hf_config,
                                          task_settings_from_hf)
-from kerasbert.convert.hf_names import (IGNORED_BUFFERS, MLM_BIAS, TIED_DECODER, encoder_name_map,
-                                        head_name_map, normalize_hf_name, task_head_name_map)
+from kerasbert.convert.hf_names import (IGNORED_BUFFERS, encoder_name_map, head_name_map,
+                                        hf_tables, normalize_hf_name, task_head_name_map)
 from kerasbert.convert.weights import WeightMismatchError, assign_weights
 from kerasbert.models.encoder import build_encoder
 from kerasbert.models.pretraining import PretrainingModel
 from kerasbert.models.tasks import TaskModel, needs_pooler
 
 # The bare-encoder architecture of each family.
-ENCODER_ARCHITECTURES = {
-    "bert": "BertModel",
-    "roberta": "RobertaModel",
-    "albert": "AlbertModel",
-    "electra": "ElectraModel",
-    "distilbert": "DistilBertModel",
-}
+ENCODER_ARCHITECTURES = {name: hf_tables(name).encoder_architecture for name in families.NAMES}
 
 
 # Architectures with pretraining heads -> the heads of the `PretrainingModel` they give.
-PRETRAINING_ARCHITECTURES = {
-    "BertForPreTraining": ("mlm", "nsp"),
-    "BertForMaskedLM": ("mlm",),
-    "RobertaForMaskedLM": ("mlm",),
-    "AlbertForPreTraining": ("mlm", "sop"),
-    "AlbertForMaskedLM": ("mlm",),
-    "ElectraForPreTraining": ("rtd",),
-    "ElectraForMaskedLM": ("mlm",),
-    "DistilBertForMaskedLM": ("mlm",),
-}
+PRETRAINING_ARCHITECTURES = {architecture: heads for name in families.NAMES
+                             for architecture, heads
+                             in hf_tables(name).pretraining_architectures.items()}
 
 
 # Architectures with fine-tuning heads -> the task of the `TaskModel` they give.
-_TASK_SUFFIXES = {
+TASK_SUFFIXES = {
     "ForSequenceClassification": "sequence_classification",
     "ForTokenClassification": "token_classification",
     "ForQuestionAnswering": "question_answering",
     "ForMultipleChoice": "multiple_choice",
 }
 TASK_ARCHITECTURES = {
-    stem + suffix: task
-    for stem in ("Bert", "Roberta", "Albert", "Electra", "DistilBert")
-    for suffix, task in _TASK_SUFFIXES.items()
+    hf_tables(name).architecture_stem + suffix: task
+    for name in families.NAMES
+    for suffix, task in TASK_SUFFIXES.items()
 }
 
 
@@ -86,14 +73,14 @@ def from_hf(directory, encoder_only=False):
     hf_config = read_hf_config(directory)
     config_path = file_system.join(directory, "config.json")
     config = encoder_config_from_hf(hf_config, source=config_path)
-    architectures = hf_config.get("architectures") or [ENCODER_ARCHITECTURES[config.family]]
+    hf = hf_tables(config.family)
+    architectures = hf_config.get("architectures") or [hf.encoder_architecture]
     architecture = architectures[0]
-    expected_stem = ENCODER_ARCHITECTURES[config.family][: -len("Model")]
-    if not architecture.startswith(expected_stem):
+    if not architecture.startswith(hf.architecture_stem):
         raise UnsupportedArchitectureError(
             f"{config_path}: architecture {architecture!r} does not belong to model_type "
             f"{config.family!r}")
-    is_encoder = architecture == ENCODER_ARCHITECTURES[config.family]
+    is_encoder = architecture == hf.encoder_architecture
     heads = PRETRAINING_ARCHITECTURES.get(architecture)
     task = TASK_ARCHITECTURES.get(architecture)
     if not (is_encoder or encoder_only or heads or task):
@@ -105,7 +92,7 @@ def from_hf(directory, encoder_only=False):
 
     full_state = {normalize_hf_name(name): value
                   for name, value in read_state_dict(directory).items()}
-    prefix = BASE_MODEL_PREFIX[config.family]
+    prefix = hf.base_model_prefix
     state = _encoder_tensors(full_state, prefix, keep_heads=is_encoder)
     if task and not encoder_only:
         # The pooler exactly when the head reads it; a stored but unread pooler is dropped.
@@ -129,7 +116,7 @@ def from_hf(directory, encoder_only=False):
         name_map.update(task_head_name_map(config.family, task))
     else:
         model = PretrainingModel(encoder, heads)
-        head_state = _untied_head_tensors(full_state, prefix, config.family, source)
+        head_state = _untied_head_tensors(full_state, hf, source)
         name_map.update(head_name_map(config.family, heads))
     assign_weights(model, {**{f"{prefix}.{name}": value for name, value in state.items()},
                            **head_state}, name_map,
@@ -152,11 +139,11 @@ def _encoder_tensors(state, prefix, keep_heads):
     return encoder
 
 
-def _untied_head_tensors(state, prefix, family, source):
+def _untied_head_tensors(state, hf, source):
     """The head tensors, with the tied decoder copies some checkpoints store checked and dropped
     (the decoder weight must be the word embeddings; its bias stands in for a missing MLM bias)."""
+    prefix, decoder = hf.base_model_prefix, hf.tied_decoder
     heads = {name: value for name, value in state.items() if not name.startswith(prefix + ".")}
-    decoder = TIED_DECODER[family]
     weight = heads.pop(f"{decoder}.weight", None)
     embeddings = state.get(f"{prefix}.embeddings.word_embeddings.weight")
     if weight is not None and embeddings is not None and (
@@ -166,5 +153,5 @@ def _untied_head_tensors(state, prefix, family, source):
             "kerasbert ties the MLM decoder to the token embedding and cannot import an untied one")
     bias = heads.pop(f"{decoder}.bias", None)
     if bias is not None:
-        heads.setdefault(MLM_BIAS[family], bias)
+        heads.setdefault(hf.mlm_bias, bias)
     return heads

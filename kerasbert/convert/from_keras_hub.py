@@ -44,9 +44,9 @@ def from_keras_hub(preset_dir, with_tokenizer=False):
       position. With right padding, real tokens' outputs are keras-hub's;
       the outputs at padding positions differ (neither is meaningful), and
       with left padding the real tokens' positions differ too.
-    - DistilBERT is `EncoderConfig(family="distilbert")` with learned
-      positions, no segment embeddings (`segment_ids` are accepted and
-      ignored, keras-hub takes none) and no pooler, as keras-hub's.
+    - DistilBERT keeps its own layout, as keras-hub's: learned positions,
+      no segment embeddings (`segment_ids` are accepted and ignored,
+      keras-hub takes none) and no pooler.
 
     With `with_tokenizer=True` it returns `(encoder, tokenizer)`: the kerasbert
     tokenizer equal to the preset's keras-hub tokenizer (see

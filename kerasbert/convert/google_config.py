@@ -18,8 +18,10 @@ the tanh approximation (`gelu_new`) for ALBERT, whose code computes it so.
 import json
 import os
 
-from kerasbert import file_system
+from kerasbert import families, file_system
 from kerasbert.config import EncoderConfig
+from kerasbert.convert.config_keys import read_config_keys
+from kerasbert.convert.google_names import google_tables
 
 
 class GoogleCheckpointError(ValueError):
@@ -27,20 +29,8 @@ class GoogleCheckpointError(ValueError):
     importable; the message names the path (and the key or variable at fault)."""
 
 
-# Google's `hidden_act` name -> kerasbert's, per family where they differ.
+# Google's `hidden_act` names -> kerasbert's (a family's `activation_names` say where it differs).
 _ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "tanh": "tanh"}
-_FAMILY_ACTIVATIONS = {"albert": {"gelu": "gelu_new"}}
-
-# ALBERT config keys for variants its released models do not use, with the value that
-# means "not used"; kerasbert builds only that.
-_ALBERT_UNUSED_FEATURES = {"net_structure_type": 0, "down_scale_factor": 1, "gap_size": 0,
-                           "num_memory_blocks": 0, "layers_to_keep": []}
-
-# ELECTRA's `model_size` -> (hidden_size, num_hidden_layers), as its pretraining code sets them.
-ELECTRA_MODEL_SIZES = {"small": (256, 12), "base": (768, 12), "large": (1024, 24)}
-ELECTRA_SMALL_EMBEDDING_SIZE = 128
-ELECTRA_DEFAULT_VOCAB_SIZE = 30522
-ELECTRA_GENERATOR_DEFAULTS = {"generator_hidden_size": 0.25, "generator_layers": 1.0}
 
 
 def read_google_config(path):
@@ -71,68 +61,52 @@ def encoder_config_from_google(values, family, source="config"):
     ...
     kerasbert.convert.google_config.GoogleCheckpointError: bert_config.json: required key ...
     """
-    if family == "electra" and "model_size" in values:
-        values = electra_bert_config(values, source)
+    tables = google_tables(family)
+    if tables.model_sizes and "model_size" in values:
+        values = electra_bert_config(values, tables.model_sizes, source)
 
-    def field(name, default=None):
-        value = values.get(name)
-        if value is None:
-            if default is None:
-                raise GoogleCheckpointError(f"{source}: required key {name!r} is missing")
-            return default
-        return value
+    def missing(key):
+        return GoogleCheckpointError(f"{source}: required key {key!r} is missing")
 
-    activation = field("hidden_act", "gelu")
+    activation = values.get("hidden_act")
+    activation = "gelu" if activation is None else activation
     if activation not in _ACTIVATIONS:
         raise GoogleCheckpointError(f"{source}: hidden_act {activation!r} is not supported; "
                                     f"expected one of {sorted(_ACTIVATIONS)}")
-    settings = dict(
-        family=family,
-        vocab_size=field("vocab_size"),
-        hidden_size=field("hidden_size"),
-        num_layers=field("num_hidden_layers"),
-        num_heads=field("num_attention_heads"),
-        intermediate_size=field("intermediate_size"),
-        hidden_activation=_FAMILY_ACTIVATIONS.get(family, {}).get(activation, activation),
-        max_positions=field("max_position_embeddings", 512),
-        type_vocab_size=field("type_vocab_size", 2),
-        dropout=field("hidden_dropout_prob", 0.1),
-        attention_dropout=field("attention_probs_dropout_prob", 0.1),
-        initializer_range=field("initializer_range", 0.02),
-    )
-    if family in ("albert", "electra"):
-        settings["embedding_size"] = field("embedding_size", settings["hidden_size"])
-    if family == "albert":
-        for name, unused in _ALBERT_UNUSED_FEATURES.items():
-            if values.get(name, unused) not in (unused, None):
-                raise GoogleCheckpointError(
-                    f"{source}: {name}={values[name]!r} is an ALBERT variant kerasbert does not "
-                    f"build (only {name}={unused!r})")
-        settings.update(num_hidden_groups=field("num_hidden_groups", 1),
-                        inner_group_num=field("inner_group_num", 1))
+    settings = dict(read_config_keys(values, tables.config_keys, missing), family=family,
+                    hidden_activation=tables.activation_names.get(activation, activation))
+    for name, unused in tables.unused_features.items():
+        if values.get(name, unused) not in (unused, None):
+            display_name = families.get(family).conversion.display_name
+            raise GoogleCheckpointError(
+                f"{source}: {name}={values[name]!r} is an {display_name} variant kerasbert does "
+                f"not build (only {name}={unused!r})")
     return _encoder_config(settings, source)
 
 
-def electra_bert_config(hparams, source="config"):
+def electra_bert_config(hparams, model_sizes, source="config"):
     """ELECTRA pretraining hyperparameters -> the `bert_config.json`-style discriminator
     description ELECTRA's code derives from them (`model_size` gives the hidden size and
     depth; heads are hidden // 64, the FFN 4 x hidden, unless `model_hparam_overrides`
     says otherwise; `embedding_size` is 128 for small models, else the hidden size).
 
-    >>> electra_bert_config({"model_size": "base"})["num_attention_heads"]
+    >>> from kerasbert import families
+    >>> model_sizes = families.get("electra").conversion.google.model_sizes
+    >>> electra_bert_config({"model_size": "base"}, model_sizes)["num_attention_heads"]
     12
     """
     size = hparams["model_size"]
-    if size not in ELECTRA_MODEL_SIZES:
+    if size not in model_sizes.sizes:
         raise GoogleCheckpointError(f"{source}: model_size {size!r} is not one of "
-                                    f"{sorted(ELECTRA_MODEL_SIZES)}")
+                                    f"{sorted(model_sizes.sizes)}")
     overrides = hparams.get("model_hparam_overrides") or {}
-    hidden_size, num_layers = ELECTRA_MODEL_SIZES[size]
+    hidden_size, num_layers = model_sizes.sizes[size]
     values = {"hidden_size": hidden_size, "num_hidden_layers": num_layers,
-              "vocab_size": hparams.get("vocab_size", ELECTRA_DEFAULT_VOCAB_SIZE), **overrides}
+              "vocab_size": hparams.get("vocab_size", model_sizes.default_vocab_size),
+              **overrides}
     values.update({"num_attention_heads": max(1, values["hidden_size"] // 64),
                    "intermediate_size": 4 * values["hidden_size"], **overrides})
-    default_embedding = ELECTRA_SMALL_EMBEDDING_SIZE if size == "small" else None
+    default_embedding = model_sizes.small_embedding_size if size == "small" else None
     values["embedding_size"] = (hparams.get("embedding_size", default_embedding)
                                 or values["hidden_size"])
     return values
@@ -153,8 +127,9 @@ def electra_generator_config(discriminator_config, values, checkpoint_size, sour
     >>> config.hidden_size, config.num_layers, config.num_heads, config.embedding_size
     (256, 24, 4, 1024)
     """
-    hidden_fraction, layers_fraction = (values.get(name, default) for name, default in
-                                        ELECTRA_GENERATOR_DEFAULTS.items())
+    fractions = google_tables(discriminator_config.family).model_sizes.generator_fractions
+    hidden_fraction, layers_fraction = (values.get(name, default)
+                                        for name, default in fractions.items())
     hidden_size, num_layers = checkpoint_size or (None, None)
     if "generator_hidden_size" in values or hidden_size is None:
         hidden_size = int(round(discriminator_config.hidden_size * hidden_fraction))

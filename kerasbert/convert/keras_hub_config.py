@@ -2,42 +2,16 @@
 
 import json
 
-from kerasbert import file_system
+from kerasbert import families, file_system
 from kerasbert.config import EncoderConfig
 from kerasbert.convert.from_hf import UnsupportedArchitectureError
-from kerasbert.convert.keras_hub_names import has_pooler
+from kerasbert.convert.keras_hub_names import has_pooler, keras_hub_tables
 
 PRESET_CONFIG_FILE = "config.json"
 WEIGHTS_FILES = ("model.weights.h5", "model.weights.json")  # whole, or the index of shards
 
-BACKBONE_FAMILIES = {
-    "BertBackbone": "bert",
-    "RobertaBackbone": "roberta",
-    "AlbertBackbone": "albert",
-    "ElectraBackbone": "electra",
-    "DistilBertBackbone": "distilbert",
-}
-
-# EncoderConfig field <- keras-hub backbone argument, per family.
-_COMMON_KEYS = {"num_layers": "num_layers", "num_heads": "num_heads", "hidden_size": "hidden_dim",
-                "intermediate_size": "intermediate_dim", "dropout": "dropout",
-                "attention_dropout": "dropout"}
-CONFIG_KEYS = {
-    "bert": {**_COMMON_KEYS, "vocab_size": "vocabulary_size",
-             "max_positions": "max_sequence_length", "type_vocab_size": "num_segments"},
-    "roberta": {**_COMMON_KEYS, "vocab_size": "vocabulary_size",
-                "max_positions": "max_sequence_length"},
-    "albert": {**_COMMON_KEYS, "vocab_size": "vocabulary_size", "embedding_size": "embedding_dim",
-               "max_positions": "max_sequence_length", "type_vocab_size": "num_segments",
-               "num_hidden_groups": "num_groups", "inner_group_num": "num_inner_repetitions"},
-    "electra": {**_COMMON_KEYS, "vocab_size": "vocab_size", "embedding_size": "embedding_dim",
-                "max_positions": "max_sequence_length", "type_vocab_size": "num_segments"},
-    "distilbert": {**_COMMON_KEYS, "vocab_size": "vocabulary_size",
-                   "max_positions": "max_sequence_length"},
-}
-
-# The padding token of each family's keras-hub tokenizer (`[PAD]`, `<pad>`), when no tokenizer says.
-DEFAULT_PAD_TOKEN_IDS = {"bert": 0, "roberta": 1, "albert": 0, "electra": 0, "distilbert": 0}
+# keras-hub backbone class -> the family it is.
+BACKBONE_FAMILIES = {keras_hub_tables(name).backbone_class: name for name in families.NAMES}
 
 # keras-hub's serialized feed-forward activations -> kerasbert `hidden_activation` names.
 ACTIVATIONS = {
@@ -140,16 +114,19 @@ def encoder_config_from_keras_hub(family, backbone_config, hidden_activation, la
     one, ELECTRA's included. DistilBERT keeps its own layout: learned
     positions `0..seq-1`, no segment embeddings, no pooler.
     """
-    missing = sorted(key for key in CONFIG_KEYS[family].values() if key not in backbone_config)
+    conversion = families.get(family).conversion
+    tables = conversion.keras_hub
+    missing = sorted(key for key in tables.config_keys.values() if key not in backbone_config)
     if missing:
         raise KerasHubPresetError(f"{source}: required backbone argument(s) {missing} missing")
-    values = {field: backbone_config[key] for field, key in CONFIG_KEYS[family].items()}
-    pad_token_id = DEFAULT_PAD_TOKEN_IDS[family] if pad_token_id is None else pad_token_id
+    values = {field: backbone_config[key] for field, key in tables.config_keys.items()}
+    pad_token_id = tables.default_pad_token_id if pad_token_id is None else pad_token_id
     values.update(family=family, hidden_activation=hidden_activation,
                   layer_norm_epsilon=layer_norm_epsilon, pad_token_id=pad_token_id,
-                  use_pooler=has_pooler(family))
-    if family == "roberta":
-        values.update(type_vocab_size=1, position_offset=pad_token_id + 1,
+                  use_pooler=has_pooler(family), **tables.fixed_fields)
+    if conversion.positions_after_padding:
+        # keras-hub numbers positions from 0: kerasbert's offset needs as many more rows.
+        values.update(position_offset=pad_token_id + 1,
                       max_positions=values["max_positions"] + pad_token_id + 1)
     try:
         return EncoderConfig(**values)

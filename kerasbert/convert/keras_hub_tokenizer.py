@@ -27,8 +27,10 @@ raise `KerasHubPresetError`.
 
 import json
 
-from kerasbert import file_system
+from kerasbert import families, file_system
 from kerasbert.convert.keras_hub_config import KerasHubPresetError
+from kerasbert.convert.keras_hub_names import keras_hub_tables
+from kerasbert.families.conversion_tables import BYTE_PAIR, SENTENCE_PIECE, WORDPIECE
 from kerasbert.tokenizers import BytePairTokenizer, SentencePieceTokenizer, WordPieceTokenizer
 from kerasbert.tokenizers.from_hf import read_vocab_txt
 
@@ -50,12 +52,15 @@ def tokenizer_from_keras_hub(directory):
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as error:
         raise KerasHubPresetError(
             f"{path}: not a serialized keras-hub tokenizer ({error!r})") from None
-    if class_name not in _BUILDERS:
+    tables_of_class = {keras_hub_tables(name).tokenizer_class: keras_hub_tables(name)
+                       for name in families.NAMES}
+    if class_name not in tables_of_class:
         raise KerasHubPresetError(
             f"{path}: keras-hub tokenizer class {class_name!r} is not supported; supported: "
-            f"{sorted(_BUILDERS)}")
+            f"{sorted(tables_of_class)}")
+    tables = tables_of_class[class_name]
     assets = file_system.join(directory, *ASSETS_DIRECTORY)
-    return _BUILDERS[class_name](assets, config, path)
+    return _BUILDERS[tables.tokenizer_format](assets, config, path, tables)
 
 
 def _asset(assets, name):
@@ -73,7 +78,7 @@ def _require(config, setting, expected, path):
             f"behaves as {setting}={expected!r})")
 
 
-def _wordpiece(assets, config, path, second_segment_id=1):
+def _wordpiece(assets, config, path, tables):
     _require(config, "special_tokens_in_strings", False, path)
     _require(config, "suffix_indicator", "##", path)
     _require(config, "split", True, path)
@@ -82,22 +87,18 @@ def _wordpiece(assets, config, path, second_segment_id=1):
         read_vocab_txt(vocabulary_path), lowercase=config.get("lowercase", False),
         strip_accents=config.get("strip_accents", False),
         split_cjk=config.get("split_on_cjk", True), unk_token=config.get("oov_token", "[UNK]"),
-        second_segment_id=second_segment_id, source=vocabulary_path)
+        # A family without token types packs a pair's second text with segment id 0.
+        second_segment_id=int(tables.tokenizer_has_segments), source=vocabulary_path)
 
 
-def _wordpiece_without_segments(assets, config, path):
-    """DistilBERT's WordPiece tokenizer: every segment id is 0."""
-    return _wordpiece(assets, config, path, second_segment_id=0)
-
-
-def _byte_pair(assets, config, path):
+def _byte_pair(assets, config, path, tables):
     with file_system.local_copy(_asset(assets, "vocabulary.json")) as vocabulary, \
             file_system.local_copy(_asset(assets, "merges.txt")) as merges:
         return BytePairTokenizer.from_files(
             vocabulary, merges, add_prefix_space=config.get("add_prefix_space", False))
 
 
-def _sentence_piece(assets, config, path):
+def _sentence_piece(assets, config, path, tables):
     _require(config, "add_bos", False, path)
     _require(config, "add_eos", False, path)
     model_path = _asset(assets, "vocabulary.spm")
@@ -106,10 +107,5 @@ def _sentence_piece(assets, config, path):
                                   source=model_path)
 
 
-_BUILDERS = {
-    "BertTokenizer": _wordpiece,
-    "ElectraTokenizer": _wordpiece,
-    "DistilBertTokenizer": _wordpiece_without_segments,
-    "RobertaTokenizer": _byte_pair,
-    "AlbertTokenizer": _sentence_piece,
-}
+# Asset format -> `builder(assets, tokenizer config, path, the family's KerasHubTables)`.
+_BUILDERS = {WORDPIECE: _wordpiece, BYTE_PAIR: _byte_pair, SENTENCE_PIECE: _sentence_piece}

@@ -8,12 +8,11 @@ import safetensors.numpy
 
 from kerasbert import file_system
 from kerasbert.atomic_files import TemporarySibling
-from kerasbert.convert.from_hf import (ENCODER_ARCHITECTURES, PRETRAINING_ARCHITECTURES,
-                                       TASK_ARCHITECTURES)
-from kerasbert.convert.hf_config import BASE_MODEL_PREFIX
+from kerasbert.convert.from_hf import TASK_SUFFIXES
 from kerasbert.convert.hf_config_writer import (UnsupportedModelError, hf_config_fields,
                                                 task_config_fields)
-from kerasbert.convert.hf_names import encoder_name_map, head_name_map, task_head_name_map
+from kerasbert.convert.hf_names import (encoder_name_map, head_name_map, hf_tables,
+                                        task_head_name_map)
 from kerasbert.convert.hf_tokenizer_files import tokenizer_files
 from kerasbert.convert.weights import variables_by_path
 from kerasbert.models.electra import ElectraPretrainer
@@ -23,16 +22,6 @@ from kerasbert.models.tasks import TaskModel
 from kerasbert.tokenizers.base import Tokenizer
 
 POOLER_PATH = "pooler/"
-
-
-def _family_of(architecture):
-    return next(family for family, encoder in ENCODER_ARCHITECTURES.items()
-                if architecture.startswith(encoder[: -len("Model")]))
-
-
-# `(family, task)` -> its `*For<Task>` class: `from_hf.TASK_ARCHITECTURES` inverted.
-TASK_ARCHITECTURE_OF = {(_family_of(architecture), task): architecture
-                        for architecture, task in TASK_ARCHITECTURES.items()}
 
 
 def to_hf(model, directory, tokenizer=None):
@@ -113,7 +102,8 @@ def _describe(model):
     of a model, or `UnsupportedModelError`."""
     if isinstance(model, Encoder):
         config = model.config
-        return config, ENCODER_ARCHITECTURES[config.family], encoder_name_map(config), {}
+        return (config, hf_tables(config.family).encoder_architecture,
+                encoder_name_map(config), {})
     if isinstance(model, PretrainingModel):
         config = model.encoder.config
         architecture = _pretraining_architecture(config.family, model.heads)
@@ -130,7 +120,7 @@ def _describe(model):
         names = _prefixed(encoder_name_map(config), config.family)
         fields = task_config_fields(config.family, model.task, model.id2label,
                                     model.is_regression, model.dropout)
-        return (config, TASK_ARCHITECTURE_OF[(config.family, model.task)],
+        return (config, _task_architecture(config.family, model.task),
                 {**names, **task_head_name_map(config.family, model.task)}, fields)
     if isinstance(model, ElectraPretrainer):
         raise UnsupportedModelError(
@@ -142,9 +132,14 @@ def _describe(model):
         f"{type(model).__name__}")
 
 
+def _task_architecture(family, task):
+    """The `*For<Task>` class of `family`'s `task` head: `from_hf.TASK_ARCHITECTURES` inverted."""
+    suffix = next(suffix for suffix, its_task in TASK_SUFFIXES.items() if its_task == task)
+    return hf_tables(family).architecture_stem + suffix
+
+
 def _pretraining_architecture(family, heads):
-    candidates = {architecture: its_heads for architecture, its_heads
-                  in PRETRAINING_ARCHITECTURES.items() if _family_of(architecture) == family}
+    candidates = hf_tables(family).pretraining_architectures
     for architecture, its_heads in candidates.items():
         if set(its_heads) == set(heads):
             return architecture
@@ -156,7 +151,7 @@ def _pretraining_architecture(family, heads):
 
 
 def _prefixed(names, family):
-    prefix = BASE_MODEL_PREFIX[family]
+    prefix = hf_tables(family).base_model_prefix
     return {f"{prefix}.{name}": target for name, target in names.items()}
 
 

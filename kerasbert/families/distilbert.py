@@ -3,7 +3,10 @@
 from kerasbert.families.family import Family
 from kerasbert.families.model_traits import ModelTraits, TokenizerTraits
 
-from kerasbert.families.conversion_tables import ConversionTables
+from kerasbert.families import bert
+from kerasbert.families.conversion_tables import (
+    EMBEDDING, LAYER_NORM, LINEAR, WORDPIECE, ConfigKey, ConversionTables, EncoderRows,
+    HFTaskHead, HuggingFaceTables, KerasHubTables, without_rows)
 
 # The model and its tokenizer: presets, config defaults and checks, heads, special tokens.
 
@@ -14,7 +17,75 @@ TOKENIZER = TokenizerTraits()
 
 # Conversion: Hugging Face, Google TF1 and keras-hub weight names and config keys.
 
-CONVERSION = ConversionTables()
+# No token types, no pooler, config keys of its own.
+_HF_LAYER_PREFIX = "transformer.layer.{n}"
+HF_LAYER = (
+    (_HF_LAYER_PREFIX + ".attention.q_lin", "transformer_layer_{n}/attention/query", LINEAR),
+    (_HF_LAYER_PREFIX + ".attention.k_lin", "transformer_layer_{n}/attention/key", LINEAR),
+    (_HF_LAYER_PREFIX + ".attention.v_lin", "transformer_layer_{n}/attention/value", LINEAR),
+    (_HF_LAYER_PREFIX + ".attention.out_lin", "transformer_layer_{n}/attention/output", LINEAR),
+    (_HF_LAYER_PREFIX + ".sa_layer_norm", "transformer_layer_{n}/attention_layer_norm",
+     LAYER_NORM),
+    (_HF_LAYER_PREFIX + ".ffn.lin1", "transformer_layer_{n}/intermediate", LINEAR),
+    (_HF_LAYER_PREFIX + ".ffn.lin2", "transformer_layer_{n}/output", LINEAR),
+    (_HF_LAYER_PREFIX + ".output_layer_norm", "transformer_layer_{n}/output_layer_norm",
+     LAYER_NORM),
+)
+# DistilBertConfig's keys; its LayerNorm epsilon is fixed (not in config.json).
+HF_CONFIG_KEYS = (
+    ConfigKey("vocab_size", "vocab_size"),
+    ConfigKey("hidden_size", "dim"),
+    ConfigKey("num_layers", "n_layers"),
+    ConfigKey("num_heads", "n_heads"),
+    ConfigKey("intermediate_size", "hidden_dim"),
+    ConfigKey("hidden_activation", "activation", "gelu"),
+    ConfigKey("max_positions", "max_position_embeddings", 512),
+    ConfigKey("sinusoidal_positions", "sinusoidal_pos_embds", False),
+    ConfigKey("pad_token_id", "pad_token_id", 0),
+    ConfigKey("dropout", "dropout", 0.1),
+    ConfigKey("attention_dropout", "attention_dropout", 0.1),
+    ConfigKey("initializer_range", "initializer_range", 0.02),
+)
+_HF_PRE_CLASSIFIER = (("pre_classifier", "classifier_dense", LINEAR),
+                      ("classifier", "classifier", LINEAR))
+
+CONVERSION = ConversionTables(
+    display_name="DistilBERT",
+    hf=HuggingFaceTables(
+        model_type="distilbert", base_model_prefix="distilbert", architecture_stem="DistilBert",
+        encoder=EncoderRows(
+            embeddings=without_rows(bert.HF_EMBEDDINGS, "embeddings/segment_embedding"),
+            layer=HF_LAYER),
+        config_keys=HF_CONFIG_KEYS,
+        fixed_fields={"layer_norm_epsilon": 1e-12},
+        pretraining_architectures={"DistilBertForMaskedLM": ("mlm",)},
+        heads={"mlm": (("vocab_transform", "mlm_head/dense", LINEAR),
+                       ("vocab_layer_norm", "mlm_head/layer_norm", LAYER_NORM))},
+        mlm_bias="vocab_projector.bias", tied_decoder="vocab_projector",
+        # Each head's dropout under its own key; the token head reads the encoder's `dropout`.
+        task_heads={
+            "sequence_classification": HFTaskHead(_HF_PRE_CLASSIFIER, "seq_classif_dropout", 0.1),
+            "multiple_choice": HFTaskHead(_HF_PRE_CLASSIFIER, "seq_classif_dropout", 0.1),
+            "token_classification": HFTaskHead(bert.HF_CLASSIFIER, "dropout", 0.1),
+            "question_answering": HFTaskHead(bert.HF_SPAN, "qa_dropout", 0.1),
+        }),
+    # keras-hub keeps the token and position tables in one layer; its tokenizer gives no
+    # segment ids.
+    keras_hub=KerasHubTables(
+        backbone_class="DistilBertBackbone",
+        config_keys={field: key for field, key in bert.KERAS_HUB_CONFIG_KEYS.items()
+                     if field != "type_vocab_size"},
+        encoder=EncoderRows(
+            embeddings=(
+                ("token_and_position_embedding/token_embedding", "embeddings/token_embedding",
+                 EMBEDDING),
+                ("token_and_position_embedding/position_embedding",
+                 "embeddings/position_embedding", EMBEDDING),
+                ("embeddings_layer_norm", "embeddings/layer_norm", LAYER_NORM)),
+            layer=bert.KERAS_HUB_LAYER),
+        default_pad_token_id=0, tokenizer_class="DistilBertTokenizer",
+        tokenizer_format=WORDPIECE, tokenizer_has_segments=False),
+)
 
 
 FAMILY = Family(name="distilbert", model=MODEL, tokenizer=TOKENIZER, conversion=CONVERSION)

@@ -13,6 +13,7 @@ tolerance (`test_the_activation_choice_matters`), and a bias or LayerNorm
 parameter mapped to the wrong place shows.
 """
 
+import dataclasses
 import json
 import os
 
@@ -23,7 +24,7 @@ import tensorflow as tf
 
 import kerasbert
 from kerasbert.convert import KerasHubPresetError, from_keras_hub
-from kerasbert.convert.keras_hub_names import ENCODER_TABLES
+from kerasbert.convert import keras_hub_names
 from kerasbert.data import demo
 from kerasbert.models import build_encoder
 from tests.helpers import random_inputs
@@ -248,7 +249,10 @@ def test_a_tokenizer_setting_kerasbert_cannot_reproduce_is_a_named_error(presets
 def test_every_unpaired_variable_is_reported(presets, monkeypatch):
     """Without the pooler rows, keras-hub's pooler variables find no kerasbert variable."""
     _, _, directory = presets["bert"]
-    monkeypatch.setitem(ENCODER_TABLES["bert"], "pooler", ())
+    tables = keras_hub_names.keras_hub_tables("bert")
+    without_pooler = dataclasses.replace(
+        tables, encoder=dataclasses.replace(tables.encoder, pooler=()))
+    monkeypatch.setattr(keras_hub_names, "keras_hub_tables", lambda family: without_pooler)
     with pytest.raises(kerasbert.convert.WeightMismatchError) as error:
         from_keras_hub(directory)
     assert "'pooled_dense/bias', 'pooled_dense/kernel'" in str(error.value)
