@@ -1,8 +1,9 @@
 """What a family changes in the model and its tokenizer: `ModelTraits`, `TokenizerTraits`.
 
 Both are frozen records of named fields, read by the generic code (`EncoderConfig`, the
-encoder and head builders, the zoo) through `families.get(config.family)`. A field's default
-is what BERT does; a family file names only where it differs.
+encoder and head builders, the zoo) through `families.get(config.family)`. Every family states
+its presets and heads; a behaviour switch defaults to what BERT does, and a family file names
+only the switches where it differs.
 """
 
 import dataclasses
@@ -53,6 +54,8 @@ class ModelTraits:
 
     - `presets`: kerasbert name -> (public checkpoint, `EncoderConfig` fields),
       in the order `kerasbert.zoo` lists them.
+    - `pretraining_heads`: the heads of the family's original pretraining recipe.
+    - `summary_heads`: task -> `SummaryHead` of its sequence-level heads.
     - `has_segment_embeddings`: whether the encoder has a segment (token type)
       table: default `type_vocab_size` 2, else 0 (and it must stay 0).
     - `has_pooler_by_default`: the default of `EncoderConfig.use_pooler`;
@@ -66,10 +69,8 @@ class ModelTraits:
     - `may_use_sinusoidal_positions`: `sinusoidal_positions=True` is allowed.
     - `dropout_after_attention`: dropout on the attention output before its
       residual LayerNorm (all but DistilBERT).
-    - `pretraining_heads`: the heads of the family's original pretraining recipe.
     - `mlm_activation`: the MLM transform's activation, or None for the
       encoder's `hidden_activation`.
-    - `summary_heads`: task -> `SummaryHead` of its sequence-level heads.
     - `dropout_before_span_head`: dropout on the sequence before the span
       (question answering) output layer.
 
@@ -80,7 +81,9 @@ class ModelTraits:
     (True, ('mlm', 'sop'), True)
     """
 
-    presets: Mapping[str, tuple] = dataclasses.field(default_factory=dict)
+    presets: Mapping[str, tuple]
+    pretraining_heads: tuple
+    summary_heads: Mapping[str, SummaryHead]
     has_segment_embeddings: bool = True
     has_pooler_by_default: bool = True
     may_have_pooler: bool = True
@@ -89,9 +92,7 @@ class ModelTraits:
     shares_layers: bool = False
     may_use_sinusoidal_positions: bool = False
     dropout_after_attention: bool = True
-    pretraining_heads: tuple = ("mlm", "nsp")
     mlm_activation: Optional[str] = None
-    summary_heads: Mapping[str, SummaryHead] = dataclasses.field(default_factory=dict)
     dropout_before_span_head: bool = False
 
 
