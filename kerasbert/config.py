@@ -3,18 +3,18 @@
 import dataclasses
 from typing import Optional
 
+from kerasbert import families
+from kerasbert.families.model_traits import ModelTraits
 from kerasbert.layers.activations import ACTIVATION_NAMES
-
-FAMILIES = ("bert", "roberta", "albert", "electra", "distilbert")
-# Families whose encoder has no segment (token type) embeddings nor pooler.
-_NO_SEGMENTS = ("distilbert",)
 
 
 @dataclasses.dataclass(frozen=True)
 class EncoderConfig:
     """Architecture of a BERT, RoBERTa, ALBERT, ELECTRA or DistilBERT encoder.
 
-    Family differences are fields, so one builder serves all five families:
+    Family differences are fields, so one builder serves all five families; a
+    family's defaults and which values it allows are its `families.get(family).model`
+    traits:
 
     - `embedding_size`: width of the embedding tables; when it differs from
       `hidden_size` (ALBERT, ELECTRA small) a dense projection maps it to the
@@ -67,18 +67,19 @@ class EncoderConfig:
     sinusoidal_positions: bool = False
 
     def __post_init__(self):
+        if self.family not in families.NAMES:
+            raise ValueError(
+                f"EncoderConfig.family must be one of {families.NAMES}, got {self.family!r}")
+        traits = self.family_traits
         if self.embedding_size is None:
             object.__setattr__(self, "embedding_size", self.hidden_size)
         if self.use_pooler is None:
-            object.__setattr__(self, "use_pooler",
-                               self.family not in ("electra",) + _NO_SEGMENTS)
+            object.__setattr__(self, "use_pooler", traits.has_pooler_by_default)
         if self.type_vocab_size is None:
-            object.__setattr__(self, "type_vocab_size", 0 if self.family in _NO_SEGMENTS else 2)
+            object.__setattr__(self, "type_vocab_size", 2 if traits.has_segment_embeddings else 0)
         self._validate()
 
     def _validate(self):
-        if self.family not in FAMILIES:
-            raise ValueError(f"EncoderConfig.family must be one of {FAMILIES}, got {self.family!r}")
         for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
                      "embedding_size", "num_hidden_groups", "inner_group_num", "max_positions"):
             value = getattr(self, name)
@@ -101,7 +102,8 @@ class EncoderConfig:
             raise ValueError(
                 f"EncoderConfig.num_layers ({self.num_layers}) must be divisible by "
                 f"num_hidden_groups ({self.num_hidden_groups})")
-        if self.family != "albert" and (self.num_hidden_groups != 1 or self.inner_group_num != 1):
+        if not self.family_traits.shares_layers and (self.num_hidden_groups != 1 or
+                                                     self.inner_group_num != 1):
             raise ValueError(
                 "EncoderConfig.num_hidden_groups and inner_group_num must be 1 unless "
                 f"family is 'albert' (family={self.family!r})")
@@ -125,34 +127,39 @@ class EncoderConfig:
                 raise ValueError(f"EncoderConfig.{name} must be in [0, 1), got {value!r}")
 
     def _validate_family_fields(self):
+        traits = self.family_traits
         value = self.type_vocab_size
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ValueError(
                 f"EncoderConfig.type_vocab_size must be a non-negative integer, got {value!r}")
-        if self.family in _NO_SEGMENTS:
-            if value != 0:
-                raise ValueError(
-                    f"EncoderConfig.type_vocab_size must be 0 for family {self.family!r} "
-                    f"(it has no segment embeddings), got {value}")
-            if self.use_pooler:
-                raise ValueError(
-                    f"EncoderConfig.use_pooler must be False for family {self.family!r} "
-                    "(it has no pooler)")
-            if self.embedding_size != self.hidden_size:
-                raise ValueError(
-                    f"EncoderConfig.embedding_size ({self.embedding_size}) must equal hidden_size "
-                    f"({self.hidden_size}) for family {self.family!r}")
-        elif value == 0:
+        if not traits.has_segment_embeddings and value != 0:
+            raise ValueError(
+                f"EncoderConfig.type_vocab_size must be 0 for family {self.family!r} "
+                f"(it has no segment embeddings), got {value}")
+        if not traits.may_have_pooler and self.use_pooler:
+            raise ValueError(
+                f"EncoderConfig.use_pooler must be False for family {self.family!r} "
+                "(it has no pooler)")
+        if not traits.may_project_embeddings and self.embedding_size != self.hidden_size:
+            raise ValueError(
+                f"EncoderConfig.embedding_size ({self.embedding_size}) must equal hidden_size "
+                f"({self.hidden_size}) for family {self.family!r}")
+        if traits.has_segment_embeddings and value == 0:
             raise ValueError(
                 f"EncoderConfig.type_vocab_size must be positive for family {self.family!r}, "
                 "got 0 (only DistilBERT has no segment embeddings)")
         if not isinstance(self.sinusoidal_positions, bool):
             raise ValueError(f"EncoderConfig.sinusoidal_positions must be True or False, "
                              f"got {self.sinusoidal_positions!r}")
-        if self.sinusoidal_positions and self.family not in _NO_SEGMENTS:
+        if self.sinusoidal_positions and not traits.may_use_sinusoidal_positions:
             raise ValueError(
                 f"EncoderConfig.sinusoidal_positions is only DistilBERT's option; family "
                 f"{self.family!r} learns its positions")
+
+    @property
+    def family_traits(self) -> ModelTraits:
+        """What this config's family changes in the model (`families.get(family).model`)."""
+        return families.get(self.family).model
 
     @property
     def has_segment_embeddings(self) -> bool:
@@ -169,12 +176,13 @@ class EncoderConfig:
 
     @property
     def has_embedding_projection(self) -> bool:
-        return self.family == "albert" or self.embedding_size != self.hidden_size
+        return (self.family_traits.always_projects_embeddings
+                or self.embedding_size != self.hidden_size)
 
     @property
     def num_distinct_layers(self) -> int:
         """How many transformer layers own weights (fewer than applied ones for ALBERT)."""
-        if self.family == "albert":
+        if self.family_traits.shares_layers:
             return self.num_hidden_groups * self.inner_group_num
         return self.num_layers
 
@@ -185,7 +193,7 @@ class EncoderConfig:
         ALBERT applies its group `i * num_hidden_groups // num_layers` at
         step `i`, and a group runs its `inner_group_num` layers in turn.
         """
-        if self.family != "albert":
+        if not self.family_traits.shares_layers:
             return tuple(range(self.num_layers))
         steps_per_group = self.num_layers // self.num_hidden_groups
         return tuple(

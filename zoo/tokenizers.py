@@ -1,22 +1,11 @@
 """Which tokenizer each preset uses, with which settings and special tokens."""
 
+import copy
 import dataclasses
 
-from kerasbert import file_system
+from kerasbert import families, file_system
 from kerasbert.tokenizers import BytePairTokenizer, WordPieceTokenizer, load_sentence_piece_tokenizer
 from kerasbert.tokenizers.from_hf import read_vocab_txt
-from kerasbert.zoo.presets import PRESETS
-
-_BERT_SPECIALS = {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
-_FAMILY_TOKENIZERS = {
-    "bert": ("wordpiece", _BERT_SPECIALS),
-    "electra": ("wordpiece", _BERT_SPECIALS),
-    "distilbert": ("wordpiece", _BERT_SPECIALS),
-    "roberta": ("byte_pair", {"pad": "<pad>", "unk": "<unk>", "cls": "<s>", "sep": "</s>",
-                              "mask": "<mask>"}),
-    "albert": ("sentence_piece", {"pad": "<pad>", "unk": "<unk>", "cls": "[CLS]", "sep": "[SEP]",
-                                  "mask": "[MASK]"}),
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,8 +16,8 @@ class TokenizerSpec:
     >>> spec = tokenizer_spec("bert_base_cased")
     >>> spec.kind, spec.options, spec.special_tokens["cls"]
     ('wordpiece', {'lowercase': False, 'second_segment_id': 1}, '[CLS]')
-    >>> tokenizer_spec("distilbert_base_uncased").options["second_segment_id"]
-    0
+    >>> tokenizer_spec("electra_base_discriminator").options["lowercase"]
+    True
     """
 
     kind: str
@@ -42,17 +31,15 @@ class TokenizerSpec:
 
 
 def tokenizer_spec(preset):
-    """The `TokenizerSpec` of preset `preset` (as its public checkpoint's tokenizer is set up)."""
+    """The `TokenizerSpec` of preset `preset` (as its public checkpoint's tokenizer is set up:
+    its family's `TokenizerTraits`)."""
     from kerasbert.zoo.registry import get_config
 
-    family = get_config(preset).family
-    kind, specials = _FAMILY_TOKENIZERS[family]
-    options = {"wordpiece": {"lowercase": "uncased" in preset or family == "electra",
-                             # DistilBERT's tokenizer gives no token types: pairs are all segment 0.
-                             "second_segment_id": 0 if family == "distilbert" else 1},
-               "byte_pair": {"add_prefix_space": False, "lstrip_tokens": ["<mask>"]},
-               "sentence_piece": {"lowercase": True, "keep_accents": False}}[kind]
-    return TokenizerSpec(kind, options, dict(specials))
+    traits = families.get(get_config(preset).family).tokenizer
+    options = copy.deepcopy(dict(traits.options))
+    if traits.lowercase_when_uncased:
+        options = {"lowercase": "uncased" in preset, **options}
+    return TokenizerSpec(traits.kind, options, dict(traits.special_tokens))
 
 
 def build_tokenizer(preset, vocabulary_dir):

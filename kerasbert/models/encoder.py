@@ -84,7 +84,7 @@ class Encoder(keras.Model):
                 dropout=config.dropout,
                 attention_dropout=config.attention_dropout,
                 initializer_range=config.initializer_range,
-                dropout_after_attention=config.family != "distilbert",
+                dropout_after_attention=config.family_traits.dropout_after_attention,
                 dtype=dtype,
                 name=f"transformer_layer_{index}",
             )

@@ -3,20 +3,21 @@ replaced-token-detection heads, as one functional Keras model."""
 
 import keras
 
+from kerasbert import families
 from kerasbert.layers.heads import MaskedLMHead, ReplacedTokenHead
 from kerasbert.models.batch_dicts import BatchDictTraining, restore_compile
 from kerasbert.models.encoder import INPUT_NAMES, Encoder, build_encoder
 
 HEADS = ("mlm", "nsp", "sop", "rtd")
-# The pretraining heads of each family's original recipe.
-FAMILY_HEADS = {"bert": ("mlm", "nsp"), "albert": ("mlm", "sop"), "roberta": ("mlm",),
-                "electra": ("rtd",), "distilbert": ("mlm",)}
+# The pretraining heads of each family's original recipe (`ModelTraits.pretraining_heads`).
+FAMILY_HEADS = {name: families.get(name).model.pretraining_heads for name in families.NAMES}
 
 
 def default_mlm_activation(config):
-    """The MLM head's activation as `transformers` has it: RoBERTa's and ELECTRA's generator
-    head always use the exact GELU, BERT's and ALBERT's the encoder's activation."""
-    return "gelu" if config.family in ("roberta", "electra") else config.hidden_activation
+    """The MLM head's activation as `transformers` has it (`ModelTraits.mlm_activation`):
+    RoBERTa's and ELECTRA's generator head always use the exact GELU, BERT's and ALBERT's the
+    encoder's activation."""
+    return config.family_traits.mlm_activation or config.hidden_activation
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -187,7 +188,7 @@ class PretrainingModel(BatchDictTraining, keras.Model):
 def build_pretraining_model(config, heads=None, **kwargs):
     """A randomly initialised `PretrainingModel` for an `EncoderConfig`.
 
-    `heads` defaults to the family's original recipe (`FAMILY_HEADS`).
+    `heads` defaults to the family's original recipe (`ModelTraits.pretraining_heads`).
 
     >>> import kerasbert
     >>> config = kerasbert.zoo.get_config("albert_base_v2").replace(num_layers=1, hidden_size=64,
@@ -195,4 +196,5 @@ def build_pretraining_model(config, heads=None, **kwargs):
     >>> sorted(build_pretraining_model(config).output)
     ['mlm_logits', 'sop_logits']
     """
-    return PretrainingModel(build_encoder(config), heads or FAMILY_HEADS[config.family], **kwargs)
+    return PretrainingModel(build_encoder(config), heads or config.family_traits.pretraining_heads,
+                            **kwargs)

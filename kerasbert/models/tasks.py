@@ -1,11 +1,10 @@
 """Fine-tuning models: an encoder with a classification, tagging, span or multiple-choice head."""
 
-import dataclasses
 from collections.abc import Mapping
-from typing import Optional
 
 import keras
 
+from kerasbert import families
 from kerasbert.config import EncoderConfig
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.choices import FoldChoices, UnfoldChoiceLogits
@@ -17,45 +16,14 @@ TASKS = ("sequence_classification", "token_classification", "question_answering"
 IGNORED_LABEL = -100  # token labels that neither the loss nor the metrics count
 
 
-@dataclasses.dataclass(frozen=True)
-class SummaryHead:
-    """How a family's sequence-level head (classification, multiple choice) reads a sequence.
-
-    `source`: `"pooled_output"` (the encoder's tanh pooler) or `"first_token"`
-    (the last layer at [CLS] / `<s>`). `inner_activation`: with a name, a dense
-    layer of the hidden size and that activation comes before the output layer
-    (RoBERTa's tanh, ELECTRA's GELU, DistilBERT's ReLU). `dropout_first`: dropout on the summary
-    before the inner layer as well as after it.
-
-    >>> SUMMARY_HEADS[("sequence_classification", "electra")]
-    SummaryHead(source='first_token', inner_activation='gelu', dropout_first=True)
-    """
-
-    source: str
-    inner_activation: Optional[str] = None
-    dropout_first: bool = True
-
-
-# Each family's heads as `transformers` defines them (modeling_<family>.py).
-SUMMARY_HEADS = {
-    ("sequence_classification", "bert"): SummaryHead("pooled_output"),
-    ("sequence_classification", "albert"): SummaryHead("pooled_output"),
-    ("sequence_classification", "roberta"): SummaryHead("first_token", "tanh"),
-    ("sequence_classification", "electra"): SummaryHead("first_token", "gelu"),
-    ("multiple_choice", "bert"): SummaryHead("pooled_output"),
-    ("multiple_choice", "albert"): SummaryHead("pooled_output"),
-    ("multiple_choice", "roberta"): SummaryHead("pooled_output"),
-    ("multiple_choice", "electra"): SummaryHead("first_token", "gelu", dropout_first=False),
-    ("sequence_classification", "distilbert"): SummaryHead("first_token", "relu",
-                                                           dropout_first=False),
-    ("multiple_choice", "distilbert"): SummaryHead("first_token", "relu", dropout_first=False),
-}
-
-
 def needs_pooler(family, task):
-    """Whether `task`'s head of `family` reads the encoder's pooled output."""
-    head = SUMMARY_HEADS.get((task, family))
-    return head is not None and head.source == "pooled_output"
+    """Whether `task`'s head of `family` reads the encoder's pooled output.
+
+    >>> needs_pooler("bert", "sequence_classification"), needs_pooler("roberta", "question_answering")
+    (True, False)
+    """
+    head = families.get(family).model.summary_heads.get(task)
+    return head is not None and head.reads_pooler
 
 
 def _default_num_labels(task):
@@ -89,7 +57,7 @@ class TaskModel(BatchDictTraining, keras.Model):
     - `question_answering`: `start_logits`, `end_logits` `[batch, seq]`;
     - `multiple_choice`: `logits` `[batch, choices]`.
 
-    Heads follow `transformers` per family (`SUMMARY_HEADS`): BERT and ALBERT
+    Heads follow `transformers` per family (`ModelTraits.summary_heads`): BERT and ALBERT
     classify the pooled output; RoBERTa and ELECTRA the first token through
     dense -> tanh / GELU -> dense; multiple choice scores each choice's pooled
     output (ELECTRA: first token, dense, GELU); DistilBERT's classifiers read
@@ -152,7 +120,7 @@ class TaskModel(BatchDictTraining, keras.Model):
 
         # === Layers ===
         head_dropout = keras.layers.Dropout(dropout, dtype=policy, name="head_dropout")
-        summary = SUMMARY_HEADS.get((task, config.family))
+        summary = config.family_traits.summary_heads.get(task)
         inner = None
         if summary is not None and summary.inner_activation:
             inner = keras.layers.Dense(config.hidden_size, kernel_initializer=initializer,
@@ -172,9 +140,9 @@ class TaskModel(BatchDictTraining, keras.Model):
         if summary is not None:
             # The head reads one token: the last layer runs only there (the pooler reads the
             # first token; a first-token head asks for position 0).
-            first = encoder_inputs["token_ids"][:, :0 if summary.source == "pooled_output" else 1]
+            first = encoder_inputs["token_ids"][:, :0 if summary.reads_pooler else 1]
             encoded = encoder.outputs_at_positions(encoder_inputs, keras.ops.zeros_like(first))
-            summarized = (encoded["pooled_output"] if summary.source == "pooled_output"
+            summarized = (encoded["pooled_output"] if summary.reads_pooler
                           else encoded["sequence_output"][:, 0, :])
             if summary.dropout_first:
                 summarized = head_dropout(summarized)
@@ -190,7 +158,7 @@ class TaskModel(BatchDictTraining, keras.Model):
                 output_layer(head_dropout(encoder(encoder_inputs)["sequence_output"])), "float32")}
         else:
             sequence_output = encoder(encoder_inputs)["sequence_output"]
-            if config.family == "distilbert":  # DistilBERT's span head has its own dropout first
+            if config.family_traits.dropout_before_span_head:
                 sequence_output = head_dropout(sequence_output)
             span_logits = keras.ops.cast(output_layer(sequence_output), "float32")
             outputs = {"start_logits": span_logits[..., 0], "end_logits": span_logits[..., 1]}

@@ -17,6 +17,7 @@ import numbers
 
 import keras
 
+from kerasbert import families
 from kerasbert.config import EncoderConfig
 from kerasbert.models.encoder import Encoder
 from kerasbert.models.pretraining import PretrainingModel
@@ -68,7 +69,8 @@ def student_config(teacher_config, num_layers=None, **overrides):
                         f"{type(teacher_config).__name__}")
     num_layers = max(1, teacher_config.num_layers // 2) if num_layers is None else num_layers
     fields = {"num_layers": num_layers}
-    if overrides.get("family", teacher_config.family) == "albert" and isinstance(num_layers, int):
+    student_family = overrides.get("family", teacher_config.family)
+    if _shares_layers(student_family) and isinstance(num_layers, int):
         fields["num_hidden_groups"] = math.gcd(num_layers, teacher_config.num_hidden_groups)
     fields.update(overrides)
     return teacher_config.replace(**fields)
@@ -91,7 +93,7 @@ def copy_encoder_weights(teacher_encoder, student_encoder, layer_map=None):
     """
     teacher_blocks, teacher_block_size = _blocks(teacher_encoder.config)
     student_blocks, student_block_size = _blocks(student_encoder.config)
-    unit = "group" if teacher_encoder.config.family == "albert" else "layer"
+    unit = "group" if teacher_encoder.config.family_traits.shares_layers else "layer"
     if layer_map is None:
         layer_map = default_layer_map(teacher_blocks, student_blocks)
     layer_map = check_layer_map(layer_map, teacher_blocks, student_blocks, unit)
@@ -154,7 +156,7 @@ def student_encoder(teacher_encoder, num_layers=None, layer_map=None, **override
     teacher_config = teacher_encoder.config
     if layer_map is not None:
         layer_map = tuple(layer_map)
-        if overrides.get("family", teacher_config.family) == "albert":
+        if _shares_layers(overrides.get("family", teacher_config.family)):
             overrides.setdefault("num_hidden_groups", len(layer_map))
         if num_layers is None:
             num_layers = len(layer_map)
@@ -234,9 +236,15 @@ def student_task_model(teacher, num_layers=None, layer_map=None, **overrides):
     return student
 
 
+def _shares_layers(family):
+    """Whether `family` shares its layers in groups (ALBERT); False for a name that is no family,
+    which `EncoderConfig` then rejects with its own message."""
+    return family in families.NAMES and families.get(family).model.shares_layers
+
+
 def _blocks(config):
     """(how many units a layer map maps, transformer layers per unit) for an encoder config."""
-    if config.family == "albert":
+    if config.family_traits.shares_layers:
         return config.num_hidden_groups, config.inner_group_num
     return config.num_distinct_layers, 1
 
