@@ -51,8 +51,8 @@ class ConfigKey:
     `EncoderConfig` default). `written=False`: read when present, never written.
 
     >>> from kerasbert import families
-    >>> families.get("distilbert").conversion.hf.config_keys[1]
-    ConfigKey(field='hidden_size', key='dim', default='required', written=True)
+    >>> families.get("albert").conversion.hf.config_keys[-1]
+    ConfigKey(field='inner_group_num', key='inner_group_num', default=1, written=True)
     """
 
     field: str
