@@ -243,14 +243,14 @@ def _shard_batches(files, tokenizer, masker, index, count, stats):
     `dupe_factor` copies."""
     import tensorflow as tf
 
-    from kerasbert.data.pretraining import instance_batches
+    from kerasbert.data.pretraining import PretrainingDataConfig, instance_batches
 
     shard_files, shard = _shard_files(files, index, count)
     batches = instance_batches(
-        shard_files, tokenizer, FLAGS.objective, FLAGS.max_seq_length,
-        short_seq_prob=FLAGS.short_seq_prob, seed=FLAGS.random_seed * 1009 + index,
-        copies=FLAGS.dupe_factor, window_size=FLAGS.window_size, format=FLAGS.input_format,
-        bad_lines=FLAGS.bad_lines, stats=stats, shard=shard)
+        shard_files, tokenizer, PretrainingDataConfig(
+            FLAGS.objective, FLAGS.max_seq_length, short_seq_prob=FLAGS.short_seq_prob,
+            window_size=FLAGS.window_size, format=FLAGS.input_format, bad_lines=FLAGS.bad_lines),
+        seed=FLAGS.random_seed * 1009 + index, copies=FLAGS.dupe_factor, stats=stats, shard=shard)
     mask_seed = tf.constant([FLAGS.random_seed, index], tf.int64)
     return batches.enumerate().map(
         tf.autograph.experimental.do_not_convert(lambda number, batch: _records_and_totals(masker(

@@ -70,17 +70,17 @@ def saves_data_position():
 def _batches(tokenizer, objective, context, seed):
     import tensorflow as tf
 
-    from kerasbert.data.pretraining import pretraining_dataset
+    from kerasbert.data.pretraining import PretrainingDataConfig, pretraining_dataset
     from kerasbert.data.tfrecords import read_pretraining_records
 
     if FLAGS.text_files is not None:
         return pretraining_dataset(
-            _absolute(FLAGS.text_files), tokenizer, objective, FLAGS.batch_size,
-            FLAGS.max_seq_length,
-            masked_lm_prob=FLAGS.masked_lm_prob,
-            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-            whole_word_masking=FLAGS.whole_word_masking, seed=seed, epochs=None,
-            input_context=context)
+            _absolute(FLAGS.text_files), tokenizer, PretrainingDataConfig(
+                objective, FLAGS.max_seq_length, FLAGS.batch_size,
+                masked_lm_prob=FLAGS.masked_lm_prob,
+                max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+                whole_word_masking=FLAGS.whole_word_masking),
+            seed=seed, epochs=None, input_context=context)
     records = read_pretraining_records(_absolute(FLAGS.input_files), FLAGS.max_seq_length,
                                        FLAGS.max_predictions_per_seq, compression="auto",
                                        input_context=context)
