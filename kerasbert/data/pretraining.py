@@ -69,6 +69,13 @@ class PretrainingDataConfig:
             raise ValueError(f"window_size must be at least 2 (NSP takes its random sentences "
                              f"from other documents of the window), got {self.window_size}")
 
+    def masker(self, tokenizer):
+        """The `MaskedLmMasker` of this config's masking fields, for `tokenizer`'s vocabulary."""
+        return MaskedLmMasker.for_tokenizer(
+            tokenizer, masked_lm_prob=self.masked_lm_prob,
+            max_predictions_per_seq=self.max_predictions_per_seq,
+            whole_word=self.whole_word_masking, max_ngram=self.max_ngram)
+
 
 def instance_batches(file_patterns, tokenizer, config=PretrainingDataConfig(), *, seed=0,
                      copies=1, stats=None, input_context=None, shard=None):
@@ -157,10 +164,7 @@ def pretraining_dataset(file_patterns, tokenizer, config=PretrainingDataConfig()
     >>> batch["token_ids"].shape.as_list(), batch["masked_lm_ids"].shape.as_list()
     ([8, 128], [8, 20])
     """
-    masker = MaskedLmMasker.for_tokenizer(
-        tokenizer, masked_lm_prob=config.masked_lm_prob,
-        max_predictions_per_seq=config.max_predictions_per_seq,
-        whole_word=config.whole_word_masking, max_ngram=config.max_ngram)
+    masker = config.masker(tokenizer)
     batch_size = config.batch_size
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(batch_size)
