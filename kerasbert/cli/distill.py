@@ -85,8 +85,14 @@ def main(argv):
         config_overrides(FLAGS.student_overrides, "--student_overrides"),
         temperature=FLAGS.temperature, soft_weight=FLAGS.soft_weight,
         mlm_weight=FLAGS.mlm_weight, cosine_weight=FLAGS.cosine_weight,
-        tokenizer_source=f"--vocab_file {FLAGS.vocab_file}" if FLAGS.vocab_file
-        else f"--tokenizer_dir {FLAGS.tokenizer_dir}"))
+        tokenizer_source=_tokenizer_source()))
+
+
+def _tokenizer_source():
+    """How errors name the tokenizer the flags give, or None."""
+    if FLAGS.vocab_file:
+        return f"--vocab_file {FLAGS.vocab_file}"
+    return f"--tokenizer_dir {FLAGS.tokenizer_dir}" if FLAGS.tokenizer_dir else None
 
 
 def _layer_map():
