@@ -46,7 +46,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import kerasbert.zoo  # noqa: E402
 from kerasbert.data import demo  # noqa: E402
-from kerasbert.data.pretraining import pretraining_dataset  # noqa: E402
+from kerasbert.data.pretraining import PretrainingDataConfig, pretraining_dataset  # noqa: E402
 from kerasbert.data.service import (PARALLEL_EPOCHS, distribute, free_port,  # noqa: E402
                                     freshly_seeded)
 
@@ -101,10 +101,9 @@ def main():
     corpus = demo.pretraining_corpus_files()
 
     def pipeline(seed):
-        return pretraining_dataset(corpus, tokenizer, "nsp", arguments.batch_size,
-                                   arguments.seq_length,
-                                   max_predictions_per_seq=arguments.max_predictions,
-                                   seed=seed, epochs=None)
+        return pretraining_dataset(corpus, tokenizer, PretrainingDataConfig(
+            "nsp", arguments.seq_length, arguments.batch_size,
+            max_predictions_per_seq=arguments.max_predictions), seed=seed, epochs=None)
 
     cores = len(os.sched_getaffinity(0))
     progress("in-process ...")

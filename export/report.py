@@ -121,3 +121,39 @@ def _plain(value):
     if hasattr(value, "tolist"):
         return value.tolist()
     return str(value)
+
+
+def summary_lines(report, output_dir):
+    """What `kerasbert-export` prints of a `report`: a line per verified artifact (its checks,
+    what decided it, its size and latency), then where the report is.
+
+    >>> report = {"artifacts": {"model.tflite": {"checks": [{"max_rel": 2e-6}],
+    ...                                          "size_bytes": 1_500_000}}}
+    >>> print("\\n".join(summary_lines(report, "exports/mrpc")))
+    model.tflite: verified (1 checks, max relative difference 2e-06), 1.50 MB
+    Wrote exports/mrpc/export_report.json
+    """
+    from kerasbert import file_system
+    from kerasbert.export.exporter import REPORT_FILE
+
+    lines = [f"{name}: verified ({len(entry['checks'])} checks, {_decided_by(entry)}), "
+             f"{entry['size_bytes'] / 1e6:.2f} MB"
+             + (f", {entry['latency_ms']:.1f} ms at batch 1" if "latency_ms" in entry else "")
+             for name, entry in report["artifacts"].items()]
+    return lines + [f"Wrote {file_system.join(output_dir, REPORT_FILE)}"]
+
+
+def _decided_by(entry):
+    """What decided an artifact: its largest difference, its agreement or its task metric."""
+    if "agreement" not in entry:
+        worst = max((check.get("max_rel", 0.0) for check in entry["checks"]), default=0.0)
+        return f"max relative difference {worst:.2g}"
+    texts = next(iter(entry["agreement"].values()))["judging_texts"]
+    agreement = ", ".join(f"{output} {value['metric']} {value['value']:.4f}"
+                          for output, value in entry["agreement"].items())
+    agreement += f" on {texts} judging texts"
+    metric = entry.get("task_metric")
+    if metric is None:
+        return agreement
+    return (f"{metric['task']} score {metric['score_points']:.2f} against the Keras model's "
+            f"{metric['float_score_points']:.2f} on {metric['examples']} examples; {agreement}")

@@ -107,3 +107,29 @@ def _artifact_path(export_dir, name):
 
 def _strings(texts):
     return np.array([text.encode("utf-8") for text in texts], dtype=object)
+
+
+def classify_file(export_dir, input_file, runtimes=RUNTIMES, output_file=None):
+    """Classify the texts of `input_file` (one a line, UTF-8) with `classify`, print them with
+    each runtime's label in a table, and write them to `output_file` as JSON if given; the
+    predictions. An `ExportError` if the file has no text line."""
+    import json
+
+    from kerasbert.atomic_files import write_atomically
+
+    texts = [line.strip() for line in file_system.read_text(input_file).splitlines()
+             if line.strip()]
+    if not texts:
+        raise ExportError(f"{input_file}: no text lines")
+    predictions = classify(export_dir, texts, runtimes)
+    width = min(60, max(len(text) for text in texts))
+    print("  ".join(["text".ljust(width), *runtimes]))
+    for index, text in enumerate(texts):
+        shown = text if len(text) <= width else text[:width - 3] + "..."
+        print("  ".join([shown.ljust(width), *(predictions[runtime][index]
+                                               for runtime in runtimes)]))
+    if output_file:
+        write_atomically(output_file, json.dumps(
+            [{"text": text, **{runtime: predictions[runtime][index] for runtime in runtimes}}
+             for index, text in enumerate(texts)], indent=1) + "\n")
+    return predictions

@@ -8,7 +8,7 @@ import numpy as np
 import kerasbert.data.demo
 import kerasbert.zoo
 from kerasbert import EncoderConfig
-from kerasbert.data import pretraining_dataset
+from kerasbert.data import PretrainingDataConfig, pretraining_dataset
 
 _SMALL = dict(vocab_size=120, hidden_size=32, num_layers=2, num_heads=2, intermediate_size=64,
               max_positions=64)
@@ -138,9 +138,11 @@ def demo_wordpiece_tokenizer():
 def first_pretraining_batch(tokenizer, objective, max_seq_length, max_predictions_per_seq):
     """The first batch (8 instances) of the demo corpus's pretraining pipeline, as numpy."""
     dataset = pretraining_dataset(kerasbert.data.demo.pretraining_corpus_files(), tokenizer,
-                                  objective=objective, batch_size=8, max_seq_length=max_seq_length,
-                                  max_predictions_per_seq=max_predictions_per_seq,
-                                  shuffle_buffer=50)
+                                  PretrainingDataConfig(
+                                      objective=objective, batch_size=8,
+                                      max_seq_length=max_seq_length,
+                                      max_predictions_per_seq=max_predictions_per_seq,
+                                      shuffle_buffer=50))
     return {name: value.numpy() for name, value in next(iter(dataset)).items()}
 
 
@@ -168,10 +170,11 @@ def demo_pretraining_dataset(tokenizer, objective, held_out):
     the held-out shard otherwise."""
     train_files, held_out_files = pretraining_shards()
     return pretraining_dataset(
-        held_out_files if held_out else train_files, tokenizer, objective=objective,
-        batch_size=PRETRAINING_BATCH, max_seq_length=PRETRAINING_LENGTH,
-        max_predictions_per_seq=PRETRAINING_PREDICTIONS, epochs=1 if held_out else None,
-        shuffle_buffer=0 if held_out else 5000, window_size=PRETRAINING_WINDOW,
+        held_out_files if held_out else train_files, tokenizer, PretrainingDataConfig(
+            objective=objective, batch_size=PRETRAINING_BATCH, max_seq_length=PRETRAINING_LENGTH,
+            max_predictions_per_seq=PRETRAINING_PREDICTIONS,
+            shuffle_buffer=0 if held_out else 5000, window_size=PRETRAINING_WINDOW),
+        epochs=1 if held_out else None,
         seed=PRETRAINING_SEED + 1 if held_out else PRETRAINING_SEED)
 
 

@@ -53,9 +53,11 @@ def test_raw_text_to_verified_export_on_ram(tmp_path, monkeypatch):
 
     # Pretraining records: masked instances written to ram:// and read back.
     records = file_system.join(root, "records", "train.tfrecord")
-    batches = kerasbert.data.pretraining_dataset(
-        [corpus], tokenizer, objective="nsp", batch_size=16, max_seq_length=SEQUENCE_LENGTH,
-        max_predictions_per_seq=PREDICTIONS, seed=1, epochs=1)
+    data_config = kerasbert.data.PretrainingDataConfig(
+        objective="nsp", batch_size=16, max_seq_length=SEQUENCE_LENGTH,
+        max_predictions_per_seq=PREDICTIONS)
+    batches = kerasbert.data.pretraining_dataset([corpus], tokenizer, data_config, seed=1,
+                                                 epochs=1)
     assert write_tfrecord(records, (record for batch in batches.take(8)
                                     for record in serialize_instances(batch))) == records
     instances = read_pretraining_records(records, SEQUENCE_LENGTH, PREDICTIONS)

@@ -8,11 +8,8 @@ process's rights (a SavedModel can read and write files), so give it only export
 trust as you would a program.
 """
 
-import json
-
 from absl import app, flags, logging
 
-from kerasbert import file_system
 from kerasbert.choices import CLASSIFY_RUNTIMES as RUNTIMES
 from kerasbert.cli.one_line_errors import run_reporting_errors
 
@@ -29,26 +26,10 @@ flags.DEFINE_string("output_file", None, "Write the predictions here as JSON.")
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    from kerasbert.atomic_files import write_atomically
-    from kerasbert.export.errors import ExportError
-    from kerasbert.export.text_classification import classify
+    from kerasbert.export.text_classification import classify_file
 
     logging.set_verbosity(logging.WARNING)
-    texts = [line.strip() for line in file_system.read_text(FLAGS.input_file).splitlines()
-             if line.strip()]
-    if not texts:
-        raise ExportError(f"{FLAGS.input_file}: no text lines")
-    predictions = classify(FLAGS.export_dir, texts, FLAGS.runtimes)
-    width = min(60, max(len(text) for text in texts))
-    print("  ".join(["text".ljust(width), *FLAGS.runtimes]))
-    for index, text in enumerate(texts):
-        shown = text if len(text) <= width else text[:width - 3] + "..."
-        print("  ".join([shown.ljust(width), *(predictions[runtime][index]
-                                               for runtime in FLAGS.runtimes)]))
-    if FLAGS.output_file:
-        write_atomically(FLAGS.output_file, json.dumps(
-            [{"text": text, **{runtime: predictions[runtime][index] for runtime in FLAGS.runtimes}}
-             for index, text in enumerate(texts)], indent=1) + "\n")
+    classify_file(FLAGS.export_dir, FLAGS.input_file, FLAGS.runtimes, FLAGS.output_file)
 
 
 def run():

@@ -14,11 +14,25 @@ flags.DEFINE_integer("max_seq_length", 128, "Tokens per instance or example (win
                      "tokens included.", lower_bound=4)
 
 
-def tokenizer_from_flags(needed_for="the text"):
-    """The tokenizer the flags name; a usage error unless exactly one source is given."""
+def check_tokenizer_flags(needed_for="the text"):
+    """A usage error unless exactly one tokenizer source is given."""
     if (FLAGS.vocab_file is None) == (FLAGS.tokenizer_dir is None):
         raise app.UsageError(f"{needed_for} needs exactly one of --vocab_file and --tokenizer_dir")
+
+
+def tokenizer_from_flags(needed_for="the text"):
+    """The tokenizer the flags name; a usage error unless exactly one source is given."""
+    check_tokenizer_flags(needed_for)
     from kerasbert.tokenizers.vocabulary_files import load_tokenizer
 
     return load_tokenizer(FLAGS.vocab_file, FLAGS.merges_file, FLAGS.tokenizer_dir,
                           lowercase=FLAGS.do_lower_case)
+
+
+def tokenizer_arguments():
+    """The tokenizer flags as `load_tokenizer` arguments, as given, or None without a tokenizer
+    flag."""
+    if FLAGS.vocab_file is None and FLAGS.tokenizer_dir is None:
+        return None
+    return {"vocab_file": FLAGS.vocab_file, "merges_file": FLAGS.merges_file,
+            "tokenizer_dir": FLAGS.tokenizer_dir, "lowercase": FLAGS.do_lower_case}

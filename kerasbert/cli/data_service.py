@@ -10,9 +10,6 @@ run the input pipelines of `kerasbert-pretrain --tf_data_service=grpc://HOST:505
 any time. Each prints one line once it serves.
 """
 
-import signal
-import threading
-
 from absl import flags
 
 from kerasbert.cli.flag_bounds import require_positive
@@ -38,30 +35,10 @@ require_positive("dispatcher_timeout")
 def main(argv):
     if len(argv) > 1:
         raise ValueError(f"unexpected arguments: {argv[1:]}")
-    import kerasbert.tokenizers  # noqa: F401  (registers the tensorflow-text ops workers run)
-    from kerasbert.data.service import free_port, start_dispatcher, start_worker
+    from kerasbert.data.service import serve
 
-    stop = threading.Event()
-    for number in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(number, lambda *_: stop.set())
-    if FLAGS.mode == "dispatcher":
-        if FLAGS.dispatcher or FLAGS.worker_address:
-            raise ValueError("--dispatcher and --worker_address are for --mode=worker")
-        server = start_dispatcher(FLAGS.port, FLAGS.work_dir)
-        print(f"kerasbert-data-service: dispatcher serving at {server.target} (journal in "
-              f"{FLAGS.work_dir})", flush=True)
-    else:
-        if FLAGS.dispatcher is None:
-            raise ValueError("--mode=worker needs --dispatcher=HOST:PORT")
-        if FLAGS.work_dir:
-            raise ValueError("--work_dir is for --mode=dispatcher")
-        port = FLAGS.port or free_port()
-        server = start_worker(FLAGS.dispatcher, port, FLAGS.worker_address,
-                              FLAGS.dispatcher_timeout)
-        print(f"kerasbert-data-service: worker serving on port {port} for the dispatcher at "
-              f"{FLAGS.dispatcher}", flush=True)
-    stop.wait()
-    server.stop()
+    serve(FLAGS.mode, FLAGS.port, FLAGS.work_dir, FLAGS.dispatcher, FLAGS.worker_address,
+          FLAGS.dispatcher_timeout)
 
 
 def run():

@@ -40,17 +40,13 @@ import sys
 
 from absl import flags, logging
 
-from kerasbert import file_system
 from kerasbert.cli import instance_flags  # noqa: F401  (--objective, ...)
 from kerasbert.cli import training_flags  # noqa: F401  (--model_dir, --strategy, ...)
-from kerasbert.cli.data_flags import tokenizer_from_flags
+from kerasbert.cli.data_flags import check_tokenizer_flags
 from kerasbert.cli.flag_bounds import require_positive
 from kerasbert.cli.one_line_errors import run_reporting_errors
-from kerasbert.cli.pretraining_input import (check_input_flags, config_overrides,
-                                             optimizer_from_flags, pretraining_batches,
-                                             saves_data_position, tokenizer_arguments)
+from kerasbert.cli.pretraining_input import config_overrides, run_settings_from_flags
 
-STUDENT_FILE = "student.keras"
 _TASK_FLAG = re.compile(r"--?task(=|$)")
 
 FLAGS = flags.FLAGS
@@ -77,67 +73,26 @@ FLAGS.set_default("objective", "full_sentences")
 def main(argv):
     if len(argv) > 1:
         raise ValueError(f"Unexpected arguments: {argv[1:]}")
-    check_input_flags()
-    import keras
+    from kerasbert.training.distillation.pretraining_run import (DistillationSettings,
+                                                                 run_distillation)
 
-    from kerasbert.atomic_files import atomic_path
-    from kerasbert.training.distillation import (PretrainingDistiller, load_teacher,
-                                                 student_pretraining_model)
-    from kerasbert.training.distillation.teachers import teacher_tokenizer_arguments
-    from kerasbert.json_files import write_json_file
-    from kerasbert.training.distribute import get_strategy, strategy_summary
-    from kerasbert.training.loop import train
-    from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,
-                                                       pretraining_description)
-    from kerasbert.training.run_record import (TRAINING_OUTPUTS, RunRecord, matching,
-                                               recorded_flags)
-
-    record = RunRecord(FLAGS.model_dir, "kerasbert-distill", recorded_flags(FLAGS),
-                       matching(*TRAINING_OUTPUTS, PRETRAINED_MODEL_FILE, STUDENT_FILE),
-                       FLAGS.overwrite)
-    record.check()  # before anything is written into --model_dir
+    run = run_settings_from_flags()
+    if FLAGS.vocab_file or FLAGS.tokenizer_dir:
+        check_tokenizer_flags("--text_files")
     logging.set_verbosity(logging.WARNING)
-    layer_map = _layer_map()
-    overrides = config_overrides(FLAGS.student_overrides, "--student_overrides")
-    strategy = get_strategy(FLAGS.strategy, num_gpus=FLAGS.num_gpus, tpu=FLAGS.tpu)
-    keras.utils.set_random_seed(FLAGS.seed)
-    keras.mixed_precision.set_dtype_policy(FLAGS.mixed_precision)
-    with strategy.scope():
-        teacher, tokenizer = load_teacher(FLAGS.teacher)
-        tokenizer_source = f"the teacher's tokenizer ({FLAGS.teacher})"
-        if FLAGS.vocab_file or FLAGS.tokenizer_dir:
-            tokenizer = tokenizer_from_flags("--text_files")
-            tokenizer_source = f"--vocab_file {FLAGS.vocab_file}" if FLAGS.vocab_file else (
-                f"--tokenizer_dir {FLAGS.tokenizer_dir}")
-        if tokenizer is None and FLAGS.text_files is not None:
-            raise ValueError(f"--text_files needs a tokenizer: the teacher {FLAGS.teacher} has "
-                             "none, give --vocab_file or --tokenizer_dir")
-        vocab_size = teacher.encoder.config.vocab_size
-        if tokenizer is not None and tokenizer.vocabulary_size() != vocab_size:
-            raise ValueError(f"Mismatched vocabularies: {tokenizer_source} has "
-                             f"{tokenizer.vocabulary_size()} tokens, the teacher's vocab_size "
-                             f"is {vocab_size}")
-        student = student_pretraining_model(teacher, FLAGS.student_layers, layer_map, **overrides)
-        distiller = PretrainingDistiller(
-            teacher, student, temperature=FLAGS.temperature, soft_weight=FLAGS.soft_weight,
-            mlm_weight=FLAGS.mlm_weight, cosine_weight=FLAGS.cosine_weight)
-        del teacher  # the distiller holds its own frozen copy
-        distiller.compile(optimizer=optimizer_from_flags())
-    print(f"{strategy_summary(strategy)}; teacher {_describe(distiller.teacher)} -> student "
-          f"{_describe(student)}")
-    description = pretraining_description(
-        student.encoder.config, student.heads, None,
-        tokenizer_arguments() or teacher_tokenizer_arguments(FLAGS.teacher))
-    record.start(description)
-    write_json_file(file_system.join(FLAGS.model_dir, PRETRAINED_MODEL_FILE), description)
-    logs = train(distiller, strategy, lambda context: pretraining_batches(
-                     tokenizer, FLAGS.objective, context),
-                 FLAGS.model_dir, FLAGS.train_steps, steps_per_loop=FLAGS.steps_per_loop,
-                 checkpoint_interval=FLAGS.checkpoint_interval, jit_compile=FLAGS.jit_compile,
-                 max_recoveries=FLAGS.max_recoveries, save_data_position=saves_data_position())
-    with atomic_path(file_system.join(FLAGS.model_dir, STUDENT_FILE)) as temporary:
-        student.save(temporary)
-    print("\nDone: " + ", ".join(f"{name} {value:.4g}" for name, value in logs.items()))
+    run_distillation(DistillationSettings(
+        run, FLAGS.teacher, FLAGS.student_layers, _layer_map(),
+        config_overrides(FLAGS.student_overrides, "--student_overrides"),
+        temperature=FLAGS.temperature, soft_weight=FLAGS.soft_weight,
+        mlm_weight=FLAGS.mlm_weight, cosine_weight=FLAGS.cosine_weight,
+        tokenizer_source=_tokenizer_source()))
+
+
+def _tokenizer_source():
+    """How errors name the tokenizer the flags give, or None."""
+    if FLAGS.vocab_file:
+        return f"--vocab_file {FLAGS.vocab_file}"
+    return f"--tokenizer_dir {FLAGS.tokenizer_dir}" if FLAGS.tokenizer_dir else None
 
 
 def _layer_map():
@@ -148,12 +103,6 @@ def _layer_map():
     except ValueError:
         raise ValueError(f"--layer_map must be teacher layer indices separated by commas, got "
                          f"{','.join(FLAGS.layer_map)!r}") from None
-
-
-def _describe(model):
-    config = model.encoder.config
-    return (f"{config.family}, {config.num_layers} layers, hidden {config.hidden_size}, "
-            f"vocab {config.vocab_size}, {model.encoder.count_params():,} encoder parameters")
 
 
 def finetune_command(argv):

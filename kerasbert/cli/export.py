@@ -16,7 +16,6 @@ the exit status is 1.
 
 from absl import app, flags, logging
 
-from kerasbert import file_system
 from kerasbert.choices import EXPORT_FORMATS as FORMATS
 from kerasbert.choices import QUANTIZATIONS
 from kerasbert.cli.one_line_errors import run_reporting_errors
@@ -53,7 +52,8 @@ flags.DEFINE_integer("max_eval_examples", None, "Judge on the first N examples o
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    from kerasbert.export.exporter import REPORT_FILE, export
+    from kerasbert.export.exporter import export
+    from kerasbert.export.report import summary_lines
 
     logging.set_verbosity(logging.WARNING)
     report = export(FLAGS.model, FLAGS.output_dir, formats=FLAGS.formats,
@@ -62,27 +62,7 @@ def main(argv):
                     calibration_data=FLAGS.calibration_data,
                     serving_version=FLAGS.serving_version, eval_file=FLAGS.eval_file,
                     task=FLAGS.task, max_eval_examples=FLAGS.max_eval_examples)
-    for name, entry in report["artifacts"].items():
-        print(f"{name}: verified ({len(entry['checks'])} checks, {_summary(entry)}), "
-              f"{entry['size_bytes'] / 1e6:.2f} MB"
-              + (f", {entry['latency_ms']:.1f} ms at batch 1" if "latency_ms" in entry else ""))
-    print(f"Wrote {file_system.join(FLAGS.output_dir, REPORT_FILE)}")
-
-
-def _summary(entry):
-    """What decided an artifact: its largest difference, its agreement or its task metric."""
-    if "agreement" not in entry:
-        worst = max((check.get("max_rel", 0.0) for check in entry["checks"]), default=0.0)
-        return f"max relative difference {worst:.2g}"
-    texts = next(iter(entry["agreement"].values()))["judging_texts"]
-    agreement = ", ".join(f"{output} {value['metric']} {value['value']:.4f}"
-                          for output, value in entry["agreement"].items())
-    agreement += f" on {texts} judging texts"
-    metric = entry.get("task_metric")
-    if metric is None:
-        return agreement
-    return (f"{metric['task']} score {metric['score_points']:.2f} against the Keras model's "
-            f"{metric['float_score_points']:.2f} on {metric['examples']} examples; {agreement}")
+    print("\n".join(summary_lines(report, FLAGS.output_dir)))
 
 
 def run():

@@ -32,10 +32,9 @@ saved.
 
 from absl import app, flags, logging
 
-from kerasbert import file_system
 from kerasbert.choices import FINETUNING_TASK_NAMES
 from kerasbert.cli import training_flags  # noqa: F401  (--model_dir, --strategy, ...)
-from kerasbert.cli.data_flags import tokenizer_from_flags
+from kerasbert.cli.data_flags import check_tokenizer_flags, tokenizer_arguments
 from kerasbert.cli.flag_bounds import require_positive
 from kerasbert.cli.one_line_errors import run_reporting_errors
 
@@ -101,17 +100,18 @@ require_positive("num_train_epochs", "layerwise_lr_decay", "temperature")
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    import keras
-
-    from kerasbert.data.service import service_address
-    from kerasbert.training.finetune import FinetuneSettings
-    from kerasbert.training.finetuning_tasks import get_finetuning_task
+    from kerasbert.training.finetune import FinetuneRun, FinetuneSettings, run_finetuning
+    from kerasbert.training.run_record import recorded_flags
 
     logging.set_verbosity(logging.WARNING)
-    task = get_finetuning_task(FLAGS.task)
-    files = _task_files(task)
-    if FLAGS.tf_data_service is not None:
-        service_address(FLAGS.tf_data_service)  # a malformed address is named before any work
+    if FLAGS.vocab_file is not None or FLAGS.tokenizer_dir is not None:
+        check_tokenizer_flags("Fine-tuning")
+    if FLAGS.teacher is None and FLAGS.mode == "train_and_eval":
+        given = [f"--{name}" for name in ("temperature", "distill_alpha", "student_layers")
+                 if FLAGS[name].present]
+        if given:
+            raise app.UsageError(f"{', '.join(given)} without --teacher: give --teacher=PATH (a "
+                                 "fine-tuned model) to distill")
     settings = FinetuneSettings(
         max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
         max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
@@ -124,153 +124,16 @@ def main(argv):
         dropout=FLAGS.dropout, jit_compile=FLAGS.jit_compile,
         checkpoint_interval=FLAGS.checkpoint_interval, max_recoveries=FLAGS.max_recoveries,
         tf_data_service=FLAGS.tf_data_service)
-    if FLAGS.tune_null_threshold and FLAGS.task != "squad_v2":
-        raise app.UsageError("--tune_null_threshold is for --task=squad_v2")
-    keras.mixed_precision.set_dtype_policy(FLAGS.mixed_precision)
-    if FLAGS.teacher is not None and FLAGS.mode != "train_and_eval":
-        raise app.UsageError("--teacher is for --mode=train_and_eval")
-    if FLAGS.mode == "train_and_eval":
-        _train_and_eval(task, files, settings)
-    else:
-        _evaluate_or_predict(task, files, settings)
-
-
-def _train_and_eval(task, files, settings):
-    from kerasbert.models.encoder import build_encoder
-    from kerasbert.training.distribute import get_strategy, strategy_summary
-    from kerasbert.training.finetune import EVAL_RESULTS, finetune, run_outputs
-    from kerasbert.training.pretrained_sources import pretrained_source
-    from kerasbert.training.run_record import RunRecord, recorded_flags
-
-    if files.train is None:
-        raise app.UsageError("train_and_eval needs --train_file or --data_dir")
-    record = RunRecord(FLAGS.model_dir, "kerasbert-finetune", recorded_flags(FLAGS), run_outputs,
-                       FLAGS.overwrite)
-    record.check()  # before anything is written into --model_dir
-    distillation = _distillation()
-    if FLAGS.init_from is None and distillation is None:
-        raise app.UsageError("train_and_eval needs --init_from (the pretrained model)")
-    strategy = get_strategy(FLAGS.strategy, num_gpus=FLAGS.num_gpus, tpu=FLAGS.tpu)
-    if FLAGS.init_from is None:
-        tokenizer = _tokenizer(_hf_tokenizer(FLAGS.teacher), "--teacher")
-        make_encoder = None
-        print(f"{strategy_summary(strategy)}; {task.name} from {FLAGS.student_layers} layers of "
-              f"the teacher")
-    else:
-        source = pretrained_source(FLAGS.init_from)
-        tokenizer = _tokenizer(source.tokenizer)
-        origin = "random weights in the architecture of" if FLAGS.from_scratch else "pretrained"
-        print(f"{strategy_summary(strategy)}; {task.name} from {origin} {FLAGS.init_from} "
-              f"({source.kind})")
-        make_encoder = source.make_encoder
-        if FLAGS.from_scratch:
-            def make_encoder():
-                return build_encoder(source.make_encoder().config)
-    if distillation is not None:
-        print(f"Distilled from the teacher {FLAGS.teacher} at temperature {FLAGS.temperature}, "
-              f"soft-target weight {FLAGS.distill_alpha}")
-    seeds = [FLAGS.seed + offset for offset in range(FLAGS.num_seeds)]
-    results = finetune(task, make_encoder, tokenizer, files, FLAGS.model_dir, settings,
-                       strategy, seeds, distillation=distillation, run_record=record)
-    print(f"\nBest dev results ({file_system.join(FLAGS.model_dir, EVAL_RESULTS)}): " + ", ".join(
-        f"{name} {value:.4f}" for name, value in results.items() if isinstance(value, float)))
-
-
-def _distillation():
-    """The `Distillation` the flags ask for (the teacher loaded), or None without --teacher."""
-    from kerasbert.training.finetune import Distillation, load_task_teacher
-
-    distillation_flags = ("temperature", "distill_alpha", "student_layers")
-    if FLAGS.teacher is None:
-        given = [f"--{name}" for name in distillation_flags if FLAGS[name].present]
-        if given:
-            raise app.UsageError(f"{', '.join(given)} without --teacher: give --teacher=PATH (a "
-                                 "fine-tuned model) to distill")
-        return None
-    if FLAGS.student_layers is not None and FLAGS.init_from is not None:
-        raise app.UsageError("Give --init_from (the student's start) or --student_layers (a "
-                             "student made of the teacher's layers), not both")
-    if FLAGS.student_layers is None and FLAGS.init_from is None:
-        raise app.UsageError("With --teacher, give --init_from (the student's start) or "
-                             "--student_layers (a student made of the teacher's layers)")
-    if FLAGS.from_scratch and FLAGS.init_from is None:
-        raise app.UsageError("--from_scratch drops the weights of --init_from; there is none")
-    return Distillation(load_task_teacher(FLAGS.teacher), FLAGS.teacher,
-                        temperature=FLAGS.temperature, alpha=FLAGS.distill_alpha,
-                        student_layers=FLAGS.student_layers)
-
-
-def _hf_tokenizer(path):
-    """The tokenizer of a Hugging Face folder at `path`, or None."""
-    from kerasbert.training.pretrained_sources import pretrained_source
-
-    if not file_system.isfile(file_system.join(path, "config.json")):
-        return None
-    return pretrained_source(path).tokenizer
-
-
-def _evaluate_or_predict(task, files, settings):
-    import keras
-
-    from kerasbert.convert import from_hf
-    from kerasbert.training.finetune import EVAL_RESULTS, MODEL_FILE, evaluate_dev, write_json
-    from kerasbert.training.pretrained_sources import pretrained_source
-
-    model_path = file_system.join(FLAGS.model_dir, MODEL_FILE)
-    source = (model_path if file_system.isfile(model_path) or not FLAGS.init_from
-              else FLAGS.init_from)
-    if source.endswith(".keras"):
-        model = keras.models.load_model(source)
-        tokenizer = _tokenizer(None)
-    else:
-        model = from_hf(source)
-        tokenizer = _tokenizer(pretrained_source(source).tokenizer)
-    if getattr(model, "task", None) != task.model_task:
-        raise app.UsageError(f"{source} is not a {task.model_task} model")
-    settings.labels = [model.id2label[index] for index in sorted(model.id2label)] if \
-        model.id2label else None
-    file_system.makedirs(FLAGS.model_dir)
-    if FLAGS.mode == "eval":
-        entry = evaluate_dev(task, model, tokenizer, [(path, task.read(path, "dev"))
-                                                      for path in files.dev], settings, FLAGS.model_dir)
-        write_json(file_system.join(FLAGS.model_dir, EVAL_RESULTS), entry)
-        print(", ".join(f"{name} {value:.4f}" for name, value in entry.items()
-                        if isinstance(value, float)))
-        return
-    if not files.test:
-        raise app.UsageError("predict needs --test_file or a test file under --data_dir")
-    for path in files.test:
-        print(task.predict(model, task.read(path, "test"), tokenizer, settings, settings.eval_batch_size,
-                           FLAGS.model_dir, path))
-
-
-def _task_files(task):
-    from kerasbert.training.finetune import TaskFiles
-
-    def official(role, required):
-        names = [file_system.join(FLAGS.data_dir, name) for name in task.default_files[role]]
-        return [path for path in names if required or file_system.exists(path)]
-
-    if FLAGS.data_dir is None and FLAGS.train_file is None and FLAGS.mode == "train_and_eval":
-        raise app.UsageError("Give --data_dir or --train_file")
-    train = FLAGS.train_file or (official("train", True)[0] if FLAGS.data_dir else None)
-    dev = FLAGS.dev_file or (official("dev", True) if FLAGS.data_dir else [])
-    test = FLAGS.test_file or (official("test", False) if FLAGS.data_dir else [])
-    if FLAGS.mode != "predict" and not dev:
-        raise app.UsageError("Give --dev_file or --data_dir")
-    for path in ([train] if train and FLAGS.mode == "train_and_eval" else []) + dev + list(test):
-        if not file_system.isfile(path):
-            raise FileNotFoundError(f"{task.name} file {path} does not exist")
-    return TaskFiles(train, dev, list(test))
-
-
-def _tokenizer(default, source_flag="--init_from"):
-    if FLAGS.vocab_file is not None or FLAGS.tokenizer_dir is not None:
-        return tokenizer_from_flags("Fine-tuning")
-    if default is None:
-        raise app.UsageError(f"{source_flag} has no tokenizer: give --vocab_file or "
-                             "--tokenizer_dir")
-    return default
+    run_finetuning(FinetuneRun(
+        FLAGS.task, FLAGS.model_dir, settings, FLAGS.mode, data_dir=FLAGS.data_dir,
+        train_file=FLAGS.train_file, dev_file=FLAGS.dev_file, test_file=FLAGS.test_file,
+        init_from=FLAGS.init_from, from_scratch=FLAGS.from_scratch,
+        tokenizer=tokenizer_arguments(), teacher=FLAGS.teacher, temperature=FLAGS.temperature,
+        distill_alpha=FLAGS.distill_alpha, student_layers=FLAGS.student_layers,
+        seeds=tuple(FLAGS.seed + offset for offset in range(FLAGS.num_seeds)),
+        strategy=FLAGS.strategy, num_gpus=FLAGS.num_gpus, tpu=FLAGS.tpu,
+        mixed_precision=FLAGS.mixed_precision, overwrite=FLAGS.overwrite,
+        recorded_flags=recorded_flags(FLAGS)))
 
 
 def run():

@@ -2,7 +2,6 @@
 
 from absl import app, flags
 
-from kerasbert import file_system
 from kerasbert.choices import VOCABULARY_KINDS
 from kerasbert.cli.one_line_errors import run_reporting_errors
 
@@ -23,22 +22,13 @@ flags.DEFINE_list("reserved_tokens", None, "Special tokens, first in the vocabul
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    import keras
+    from kerasbert.tokenizers.vocabulary_training import train_from_patterns
 
-    from kerasbert.tokenizers import vocabulary_training
-    from kerasbert.tokenizers.text_files import count_lines
-
-    for pattern in FLAGS.input_files:
-        if not file_system.glob(pattern):
-            raise FileNotFoundError(f"--input_files: no file matches {pattern}")
-    files = sorted({path for pattern in FLAGS.input_files for path in file_system.glob(pattern)})
-    bar = keras.utils.Progbar(count_lines(files), unit_name="line")
     options = {key: value for key, value in (("lowercase", FLAGS.lowercase),
                                              ("reserved_tokens", FLAGS.reserved_tokens))
                if value is not None}
-    written = vocabulary_training.train(FLAGS.type, files, FLAGS.vocab_size, FLAGS.output_dir,
-                                        progress=bar.add, **options)
-    print(f"\nWrote {', '.join(written)}")
+    train_from_patterns(FLAGS.type, FLAGS.input_files, FLAGS.vocab_size, FLAGS.output_dir,
+                        **options)
 
 
 def run():

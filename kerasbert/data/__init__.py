@@ -24,6 +24,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "masking": "kerasbert.data.masking",
     "pretraining": "kerasbert.data.pretraining",
     "pretraining_dataset": "kerasbert.data.pretraining:pretraining_dataset",
+    "PretrainingDataConfig": "kerasbert.data.pretraining:PretrainingDataConfig",
     "read_conll": "kerasbert.data.conll:read_conll",
     "read_pretraining_records": "kerasbert.data.tfrecords:read_pretraining_records",
     "read_squad": "kerasbert.data.squad:read_squad",
@@ -41,9 +42,9 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "write_squad_predictions": "kerasbert.data.squad_decoding:write_squad_predictions",
 })
 
-__all__ = ["MaskedLmMasker", "TaskDataError", "conll", "conll_dataset", "corpus", "decode_squad",
-           "demo", "glue", "glue_dataset", "glue_examples", "glue_tasks", "instance_batches",
-           "instances", "masking", "pretraining", "pretraining_dataset", "read_conll",
-           "read_pretraining_records", "read_squad", "sentence_split", "squad", "squad_dataset",
-           "squad_decoding", "squad_features", "swag", "swag_dataset", "swag_examples",
-           "tfrecords", "token_windows", "write_squad_predictions"]
+__all__ = ["MaskedLmMasker", "PretrainingDataConfig", "TaskDataError", "conll", "conll_dataset",
+           "corpus", "decode_squad", "demo", "glue", "glue_dataset", "glue_examples", "glue_tasks",
+           "instance_batches", "instances", "masking", "pretraining", "pretraining_dataset",
+           "read_conll", "read_pretraining_records", "read_squad", "sentence_split", "squad",
+           "squad_dataset", "squad_decoding", "squad_features", "swag", "swag_dataset",
+           "swag_examples", "tfrecords", "token_windows", "write_squad_predictions"]

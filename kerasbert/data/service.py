@@ -198,3 +198,36 @@ def freshly_seeded(make_dataset):
 
     plain = tf.autograph.experimental.do_not_convert  # plain TensorFlow: no conversion needed
     return tf.data.Dataset.from_tensors(0).map(plain(draw)).flat_map(plain(make_dataset))
+
+
+def serve(mode, port=0, work_dir=None, dispatcher=None, worker_address=None,
+          dispatcher_timeout=60.0):
+    """Run a tf.data service `mode` (`"dispatcher"` or `"worker"`, `start_dispatcher`'s and
+    `start_worker`'s arguments) until SIGTERM or SIGINT, after printing one line once it
+    serves. A `ValueError` names an argument of the other mode, or a worker's missing
+    dispatcher."""
+    import signal
+    import threading
+
+    import kerasbert.tokenizers  # noqa: F401  (registers the tensorflow-text ops workers run)
+
+    stop = threading.Event()
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: stop.set())
+    if mode == "dispatcher":
+        if dispatcher or worker_address:
+            raise ValueError("--dispatcher and --worker_address are for --mode=worker")
+        server = start_dispatcher(port, work_dir)
+        print(f"kerasbert-data-service: dispatcher serving at {server.target} (journal in "
+              f"{work_dir})", flush=True)
+    else:
+        if dispatcher is None:
+            raise ValueError("--mode=worker needs --dispatcher=HOST:PORT")
+        if work_dir:
+            raise ValueError("--work_dir is for --mode=dispatcher")
+        port = port or free_port()
+        server = start_worker(dispatcher, port, worker_address, dispatcher_timeout)
+        print(f"kerasbert-data-service: worker serving on port {port} for the dispatcher at "
+              f"{dispatcher}", flush=True)
+    stop.wait()
+    server.stop()

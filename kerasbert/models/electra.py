@@ -39,8 +39,8 @@ def generator_config(discriminator_config, ratio=0.25):
 class ElectraPretrainer(keras.Model):
     """ELECTRA's generator + discriminator, trained together with `fit`.
 
-    Inputs: a pretraining batch (`kerasbert.data.pretraining_dataset(...,
-    objective="electra")`): `token_ids` (masked), `segment_ids`,
+    Inputs: a pretraining batch (`kerasbert.data.pretraining_dataset` with
+    `PretrainingDataConfig(objective="electra")`): `token_ids` (masked), `segment_ids`,
     `padding_mask`, `masked_lm_positions`, `masked_lm_ids`,
     `masked_lm_weights`. The generator predicts the masked tokens
     (`mlm_logits`); replacements are sampled from its softmax (no gradient

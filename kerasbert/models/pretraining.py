@@ -198,3 +198,30 @@ def build_pretraining_model(config, heads=None, **kwargs):
     """
     return PretrainingModel(build_encoder(config), heads or config.family_traits.pretraining_heads,
                             **kwargs)
+
+
+# The heads each pretraining objective trains (`kerasbert.data.instances.OBJECTIVES`; ELECTRA's
+# generator and discriminator are a model of their own, `ElectraPretrainer`).
+OBJECTIVE_HEADS = {"nsp": ("mlm", "nsp"), "sop": ("mlm", "sop"), "full_sentences": ("mlm",),
+                   "doc_sentences": ("mlm",)}
+
+
+def build_objective_model(config, objective, generator_ratio=0.25, seed=None):
+    """`(model, encoder)`: a randomly initialised model that trains `objective` on the encoder of
+    `config`: an `ElectraPretrainer` (its generator `generator_ratio` of the discriminator's
+    size; `encoder` is the discriminator) for `"electra"`, else a `PretrainingModel` with the
+    objective's `OBJECTIVE_HEADS`.
+
+    >>> import kerasbert
+    >>> config = kerasbert.zoo.get_config("bert_tiny_uncased").replace(num_layers=1)
+    >>> model, encoder = build_objective_model(config, "full_sentences")
+    >>> model.heads, encoder is model.encoder
+    (('mlm',), True)
+    """
+    if objective == "electra":
+        from kerasbert.models.electra import ElectraPretrainer, generator_config
+
+        model = ElectraPretrainer(config, generator_config(config, generator_ratio), seed=seed)
+        return model, model.discriminator
+    model = PretrainingModel(build_encoder(config), OBJECTIVE_HEADS[objective])
+    return model, model.encoder

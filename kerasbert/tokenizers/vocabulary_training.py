@@ -19,3 +19,21 @@ def train(kind, files, vocab_size, output_dir, progress=None, **options):
     trainer, outputs = TRAINERS[kind]
     trainer(files, vocab_size, output_dir=output_dir, progress=progress, **options)
     return [file_system.join(output_dir, name) for name in outputs]
+
+
+def train_from_patterns(kind, patterns, vocab_size, output_dir, **options):
+    """`train` on the files the globs `patterns` match, with a progress bar over their lines;
+    prints the paths written and returns them. A `FileNotFoundError` names a pattern that
+    matches no file."""
+    import keras
+
+    from kerasbert.tokenizers.text_files import count_lines
+
+    for pattern in patterns:
+        if not file_system.glob(pattern):
+            raise FileNotFoundError(f"--input_files: no file matches {pattern}")
+    files = sorted({path for pattern in patterns for path in file_system.glob(pattern)})
+    bar = keras.utils.Progbar(count_lines(files), unit_name="line")
+    written = train(kind, files, vocab_size, output_dir, progress=bar.add, **options)
+    print(f"\nWrote {', '.join(written)}")
+    return written

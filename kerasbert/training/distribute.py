@@ -100,7 +100,8 @@ def distribute_dataset(strategy, dataset_fn):
     pretraining pipeline takes the context directly and does both::
 
         distribute_dataset(strategy, lambda context: kerasbert.data.pretraining_dataset(
-            files, tokenizer, batch_size=global_batch_size, input_context=context))
+            files, tokenizer, kerasbert.data.PretrainingDataConfig(batch_size=global_batch_size),
+            input_context=context))
 
     The result goes to `model.fit` (with `steps_per_epoch` if it repeats).
 

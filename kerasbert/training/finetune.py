@@ -1,7 +1,9 @@
 """Fine-tuning runs: train a task model epoch by epoch, evaluate on dev after each, keep the best.
 
 `finetune_seed` is one run (one seed) in a directory; `finetune` runs one or more seeds and
-reports each metric's median and spread. Both are what `kerasbert-finetune` calls. With a
+reports each metric's median and spread. `run_finetuning` is what `kerasbert-finetune` calls: a
+`FinetuneRun` (task, files, model source, settings) trained and evaluated, or only evaluated or
+predicted with a fine-tuned model. With a
 `Distillation`, a fine-tuned teacher teaches the model being trained (the student) through a
 `TaskDistiller`; the student is what is evaluated, checkpointed and saved.
 
@@ -421,3 +423,204 @@ def _spread(values):
     values = np.asarray(values, np.float64)
     return {"median": float(np.median(values)), "min": float(values.min()),
             "max": float(values.max()), "std": float(values.std())}
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuneRun:
+    """A `kerasbert-finetune` run: `task` (a name of `FINETUNING_TASKS`) in `model_dir`, with
+    `settings` (`FinetuneSettings`), in `mode` `train_and_eval` (fine-tune from `init_from`, a
+    `pretrained_source` path, or its architecture alone with `from_scratch`; evaluate every
+    epoch; predict the test files), `eval` or `predict` (with the model in `model_dir`, or a
+    `.keras` / Hugging Face task model in `init_from`). Files: `train_file`, `dev_file` and
+    `test_file` (lists), each defaulting to the task's official names under `data_dir`.
+    `tokenizer`: `load_tokenizer` arguments, instead of the model's own tokenizer. Task
+    distillation: `teacher` (a `load_task_teacher` path) at `temperature`, weighted
+    `distill_alpha`, the student `student_layers` of the teacher's layers unless it starts from
+    `init_from`. One run per seed of `seeds`, on the tf.distribute `strategy` (`get_strategy`'s
+    `num_gpus`, `tpu`), with the dtype policy `mixed_precision`; the model directory's run
+    record is checked against `recorded_flags` (or removed with `overwrite`).
+
+    >>> run = FinetuneRun("mrpc", "runs/mrpc", FinetuneSettings(), data_dir="glue/MRPC",
+    ...                   init_from="hf/bert-base-uncased")
+    >>> run.mode, run.seeds
+    ('train_and_eval', (0,))
+    """
+
+    task: str
+    model_dir: str
+    settings: FinetuneSettings
+    mode: str = "train_and_eval"
+    data_dir: Optional[str] = None
+    train_file: Optional[str] = None
+    dev_file: Optional[list] = None
+    test_file: Optional[list] = None
+    init_from: Optional[str] = None
+    from_scratch: bool = False
+    tokenizer: Optional[dict] = None
+    teacher: Optional[str] = None
+    temperature: float = 2.0
+    distill_alpha: float = 0.5
+    student_layers: Optional[int] = None
+    seeds: tuple = (0,)
+    strategy: str = "one_device"
+    num_gpus: int = 0
+    tpu: Optional[str] = None
+    mixed_precision: str = "float32"
+    overwrite: bool = False
+    recorded_flags: dict = dataclasses.field(default_factory=dict)
+
+
+def run_finetuning(run, log=print, program="kerasbert-finetune"):
+    """Run `run` (a `FinetuneRun`) in its mode, printing with `log`: train and evaluate (the
+    best dev results, see `finetune`), evaluate (the results, written to `eval_results.json`)
+    or predict the test files. A `ValueError` (or `FileNotFoundError`) names what the run
+    lacks before anything is written."""
+    from kerasbert.data.service import service_address
+    from kerasbert.training.finetuning_tasks import get_finetuning_task
+
+    task = get_finetuning_task(run.task)
+    files = task_files(task, run)
+    if run.settings.tf_data_service is not None:
+        service_address(run.settings.tf_data_service)  # a malformed address is named before any work
+    if run.settings.tune_null_threshold and run.task != "squad_v2":
+        raise ValueError("--tune_null_threshold is for --task=squad_v2")
+    keras.mixed_precision.set_dtype_policy(run.mixed_precision)
+    if run.teacher is not None and run.mode != "train_and_eval":
+        raise ValueError("--teacher is for --mode=train_and_eval")
+    if run.mode == "train_and_eval":
+        return _train_and_eval(run, task, files, log, program)
+    return _evaluate_or_predict(run, task, files, log)
+
+
+def task_files(task, run):
+    """The `TaskFiles` of `run` (a `FinetuneRun`) for its mode: its file arguments, else the
+    task's official names under `data_dir` (test files where present); a `FileNotFoundError`
+    for a file that does not exist."""
+    def official(role, required):
+        names = [file_system.join(run.data_dir, name) for name in task.default_files[role]]
+        return [path for path in names if required or file_system.exists(path)]
+
+    if run.data_dir is None and run.train_file is None and run.mode == "train_and_eval":
+        raise ValueError("Give --data_dir or --train_file")
+    train = run.train_file or (official("train", True)[0] if run.data_dir else None)
+    dev = run.dev_file or (official("dev", True) if run.data_dir else [])
+    test = run.test_file or (official("test", False) if run.data_dir else [])
+    if run.mode != "predict" and not dev:
+        raise ValueError("Give --dev_file or --data_dir")
+    for path in ([train] if train and run.mode == "train_and_eval" else []) + dev + list(test):
+        if not file_system.isfile(path):
+            raise FileNotFoundError(f"{task.name} file {path} does not exist")
+    return TaskFiles(train, dev, list(test))
+
+
+def _train_and_eval(run, task, files, log, program):
+    from kerasbert.models.encoder import build_encoder
+    from kerasbert.training.distribute import get_strategy, strategy_summary
+    from kerasbert.training.pretrained_sources import pretrained_source
+    from kerasbert.training.run_record import RunRecord
+
+    if files.train is None:
+        raise ValueError("train_and_eval needs --train_file or --data_dir")
+    record = RunRecord(run.model_dir, program, run.recorded_flags, run_outputs, run.overwrite)
+    record.check()  # before anything is written into the model directory
+    distillation = _distillation(run)
+    if run.init_from is None and distillation is None:
+        raise ValueError("train_and_eval needs --init_from (the pretrained model)")
+    strategy = get_strategy(run.strategy, num_gpus=run.num_gpus, tpu=run.tpu)
+    if run.init_from is None:
+        tokenizer = _tokenizer(run, _hf_tokenizer(run.teacher), "--teacher")
+        make_encoder = None
+        log(f"{strategy_summary(strategy)}; {task.name} from {run.student_layers} layers of "
+            f"the teacher")
+    else:
+        source = pretrained_source(run.init_from)
+        tokenizer = _tokenizer(run, source.tokenizer)
+        origin = "random weights in the architecture of" if run.from_scratch else "pretrained"
+        log(f"{strategy_summary(strategy)}; {task.name} from {origin} {run.init_from} "
+            f"({source.kind})")
+        if run.from_scratch:
+            def make_encoder():
+                return build_encoder(source.make_encoder().config)
+        else:
+            make_encoder = source.make_encoder
+    if distillation is not None:
+        log(f"Distilled from the teacher {run.teacher} at temperature {run.temperature}, "
+            f"soft-target weight {run.distill_alpha}")
+    results = finetune(task, make_encoder, tokenizer, files, run.model_dir, run.settings,
+                       strategy, list(run.seeds), log=log, distillation=distillation,
+                       run_record=record)
+    log(f"\nBest dev results ({file_system.join(run.model_dir, EVAL_RESULTS)}): " + ", ".join(
+        f"{name} {value:.4f}" for name, value in results.items() if isinstance(value, float)))
+    return results
+
+
+def _distillation(run):
+    """The `Distillation` `run` asks for (the teacher loaded), or None without a teacher."""
+    if run.teacher is None:
+        return None
+    if run.student_layers is not None and run.init_from is not None:
+        raise ValueError("Give --init_from (the student's start) or --student_layers (a "
+                         "student made of the teacher's layers), not both")
+    if run.student_layers is None and run.init_from is None:
+        raise ValueError("With --teacher, give --init_from (the student's start) or "
+                         "--student_layers (a student made of the teacher's layers)")
+    if run.from_scratch and run.init_from is None:
+        raise ValueError("--from_scratch drops the weights of --init_from; there is none")
+    return Distillation(load_task_teacher(run.teacher), run.teacher,
+                        temperature=run.temperature, alpha=run.distill_alpha,
+                        student_layers=run.student_layers)
+
+
+def _hf_tokenizer(path):
+    """The tokenizer of a Hugging Face folder at `path`, or None."""
+    from kerasbert.training.pretrained_sources import pretrained_source
+
+    if not file_system.isfile(file_system.join(path, "config.json")):
+        return None
+    return pretrained_source(path).tokenizer
+
+
+def _evaluate_or_predict(run, task, files, log):
+    from kerasbert.training.pretrained_sources import pretrained_source
+
+    model_path = file_system.join(run.model_dir, MODEL_FILE)
+    source = (model_path if file_system.isfile(model_path) or not run.init_from
+              else run.init_from)
+    if source.endswith(".keras"):
+        model = keras.models.load_model(source)
+        tokenizer = _tokenizer(run, None)
+    else:
+        model = from_hf(source)
+        tokenizer = _tokenizer(run, pretrained_source(source).tokenizer)
+    if getattr(model, "task", None) != task.model_task:
+        raise ValueError(f"{source} is not a {task.model_task} model")
+    settings = dataclasses.replace(run.settings, labels=[
+        model.id2label[index] for index in sorted(model.id2label)] if model.id2label else None)
+    file_system.makedirs(run.model_dir)
+    if run.mode == "eval":
+        entry = evaluate_dev(task, model, tokenizer, [(path, task.read(path, "dev"))
+                                                      for path in files.dev], settings,
+                             run.model_dir)
+        write_json(file_system.join(run.model_dir, EVAL_RESULTS), entry)
+        log(", ".join(f"{name} {value:.4f}" for name, value in entry.items()
+                      if isinstance(value, float)))
+        return entry
+    if not files.test:
+        raise ValueError("predict needs --test_file or a test file under --data_dir")
+    for path in files.test:
+        log(task.predict(model, task.read(path, "test"), tokenizer, settings,
+                         settings.eval_batch_size, run.model_dir, path))
+    return None
+
+
+def _tokenizer(run, default, source_flag="--init_from"):
+    """The run's own tokenizer, else `default` (the model's); a `ValueError` naming
+    `source_flag` without either."""
+    if run.tokenizer is not None:
+        from kerasbert.tokenizers.vocabulary_files import load_tokenizer
+
+        return load_tokenizer(**run.tokenizer)
+    if default is None:
+        raise ValueError(f"{source_flag} has no tokenizer: give --vocab_file or "
+                         "--tokenizer_dir")
+    return default

@@ -27,7 +27,7 @@ from kerasbert.data.glue import glue_examples, write_dev_predictions, write_test
 from kerasbert.data.manifest import (finish_intent, intent_path, manifest_path, read_manifest,
                                      start_intent, task_manifest, write_manifest)
 from kerasbert.data.masking import MaskedLmMasker
-from kerasbert.data.pretraining import instance_batches, pretraining_dataset
+from kerasbert.data.pretraining import PretrainingDataConfig, instance_batches, pretraining_dataset
 from kerasbert.data.service import DISTRIBUTED_EPOCH, distribute, start_dispatcher, start_worker
 from kerasbert.data.squad import read_squad
 from kerasbert.data.squad_decoding import SquadPredictions, write_squad_predictions
@@ -138,8 +138,8 @@ def test_corpus_windows_and_pretraining_batches_on_ram_are_the_local_ones(ram, l
     assert local_stats.as_dict()["documents"] > 30
 
     tokenizer = _wordpiece()
-    batches = [list(pretraining_dataset(pattern, tokenizer, batch_size=8, max_seq_length=64,
-                                        shuffle_buffer=50, seed=3).take(4))
+    batches = [list(pretraining_dataset(pattern, tokenizer, PretrainingDataConfig(
+                        batch_size=8, max_seq_length=64, shuffle_buffer=50), seed=3).take(4))
                for pattern in (file_system.join(corpus, "part-*"), str(local_corpus / "part-*"))]
     for remote_batch, local_batch in zip(*batches):
         assert remote_batch.keys() == local_batch.keys()
@@ -161,7 +161,8 @@ def _write_data_set(corpus_pattern, output_file):
     assert start_intent(output_file, {"dupe_factor": 1}, files, [])
     assert file_system.exists(intent_path(output_file))
     for index, path in enumerate(paths):
-        batches = instance_batches(files, tokenizer, "nsp", 64, seed=index, shard=(index, 2))
+        batches = instance_batches(files, tokenizer, PretrainingDataConfig("nsp", 64),
+                                   seed=index, shard=(index, 2))
         write_tfrecord(path, (serialize_instances(masker(batch, tf.constant([5, index], tf.int64)))
                               for batch in batches))
     assert completed_shards(paths) == [True, True]

@@ -17,7 +17,7 @@ import pytest
 
 import kerasbert.data.demo
 import kerasbert.zoo
-from kerasbert.data.pretraining import pretraining_dataset
+from kerasbert.data.pretraining import PretrainingDataConfig, pretraining_dataset
 from kerasbert.data.service import (PARALLEL_EPOCHS, distribute, free_port, freshly_seeded,
                                     service_address, start_worker, wait_for_dispatcher)
 
@@ -134,8 +134,8 @@ def _check_schema_and_statistics(service):
     tokenizer = kerasbert.zoo.build_tokenizer("bert_tiny_uncased", VOCAB_DIR)
 
     def batches(seed):
-        return pretraining_dataset([CORPUS], tokenizer, "nsp", BATCH, SEQ,
-                                   max_predictions_per_seq=PREDICTIONS, seed=seed, epochs=None)
+        return pretraining_dataset([CORPUS], tokenizer, PretrainingDataConfig(
+            "nsp", SEQ, BATCH, max_predictions_per_seq=PREDICTIONS), seed=seed, epochs=None)
 
     local = batches(0)
     served = distribute(freshly_seeded(batches), service.address, PARALLEL_EPOCHS)

@@ -14,7 +14,7 @@ import tensorflow as tf
 import kerasbert.data.demo
 import kerasbert.zoo
 from kerasbert.data.corpus import MAX_DOCUMENT_LINES, CorpusStats, document_windows
-from kerasbert.data.pretraining import instance_batches
+from kerasbert.data.pretraining import PretrainingDataConfig, instance_batches
 
 # `document_windows` reads lines in chunks of this many (`kerasbert.data.corpus._CHUNK_LINES`):
 # windows are given out at the end of a chunk.
@@ -126,7 +126,7 @@ def test_normal_corpora_give_the_instances_they_gave_before_the_cap():
         "bert_tiny_uncased", kerasbert.data.demo.vocabulary_dir("wordpiece"))
     digest, instances = hashlib.sha256(), 0
     for batch in instance_batches(kerasbert.data.demo.pretraining_corpus_files()[:2], tokenizer,
-                                  "nsp", 64, seed=7):
+                                  PretrainingDataConfig("nsp", 64), seed=7):
         for name in sorted(batch):
             digest.update(batch[name].numpy().tobytes())
         instances += int(batch["token_ids"].shape[0])

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import kerasbert.data.demo
 import kerasbert.zoo
-from kerasbert.data.pretraining import instance_batches, pretraining_dataset
+from kerasbert.data.pretraining import PretrainingDataConfig, instance_batches, pretraining_dataset
 
 CORPUS = kerasbert.data.demo.pretraining_corpus_files()
 
@@ -30,8 +30,8 @@ def _batches(dataset, count):
 
 
 def test_batches_are_masked_and_shaped(tokenizer):
-    batches = _batches(pretraining_dataset(CORPUS, tokenizer, batch_size=16, max_seq_length=64,
-                                           max_predictions_per_seq=10, shuffle_buffer=200), 5)
+    batches = _batches(pretraining_dataset(CORPUS, tokenizer, PretrainingDataConfig(
+        batch_size=16, max_seq_length=64, max_predictions_per_seq=10, shuffle_buffer=200)), 5)
     for batch in batches:
         assert batch["token_ids"].shape == (16, 64)
         assert batch["masked_lm_positions"].shape == (16, 10)
@@ -43,9 +43,9 @@ def test_batches_are_masked_and_shaped(tokenizer):
 
 def test_same_seed_same_batches_and_each_epoch_new_masks(tokenizer):
     def make(seed):
-        return pretraining_dataset(CORPUS, tokenizer, batch_size=32, max_seq_length=64,
-                                   max_predictions_per_seq=10, seed=seed, epochs=2,
-                                   shuffle_buffer=500)
+        return pretraining_dataset(CORPUS, tokenizer, PretrainingDataConfig(
+            batch_size=32, max_seq_length=64, max_predictions_per_seq=10, shuffle_buffer=500),
+            seed=seed, epochs=2)
     first, again, other = _batches(make(1), 400), _batches(make(1), 400), _batches(make(2), 3)
     for a, b in zip(first, again):
         for name in a:
@@ -63,7 +63,7 @@ def test_workers_see_disjoint_parts_that_cover_everything(tokenizer, tmp_path, s
     files = CORPUS[:1] if shards == 1 else CORPUS
 
     def rows(input_context=None):
-        batches = instance_batches(files, tokenizer, "doc_sentences", 64,
+        batches = instance_batches(files, tokenizer, PretrainingDataConfig("doc_sentences", 64),
                                    input_context=input_context)
         return [tuple(row) for batch in batches for row in batch["token_ids"].numpy().tolist()]
 
@@ -79,11 +79,12 @@ def test_workers_see_disjoint_parts_that_cover_everything(tokenizer, tmp_path, s
 _MEMORY_SCRIPT = """
 import json, resource, sys
 import kerasbert.data.demo, kerasbert.zoo
-from kerasbert.data.pretraining import pretraining_dataset
+from kerasbert.data.pretraining import PretrainingDataConfig, pretraining_dataset
 tokenizer = kerasbert.zoo.build_tokenizer("bert_tiny_uncased",
                                           kerasbert.data.demo.vocabulary_dir("wordpiece"))
 count = 0
-for batch in pretraining_dataset(sys.argv[1], tokenizer, batch_size=64, shuffle_buffer=2000):
+for batch in pretraining_dataset(sys.argv[1], tokenizer,
+                                 PretrainingDataConfig(batch_size=64, shuffle_buffer=2000)):
     count += int(batch["token_ids"].shape[0])
 print(json.dumps({"instances": count,
                   "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import kerasbert
 import kerasbert.data.demo
-from kerasbert.data import pretraining_dataset
+from kerasbert.data import PretrainingDataConfig, pretraining_dataset
 from kerasbert.models.electra import ElectraPretrainer, generator_config
 from tests.helpers import demo_wordpiece_tokenizer, first_pretraining_batch
 
@@ -99,8 +99,9 @@ def test_fit_logs_and_keras_round_trip(tokenizer, tmp_path):
     model = _model(tokenizer)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     dataset = pretraining_dataset(kerasbert.data.demo.pretraining_corpus_files(), tokenizer,
-                                  objective="electra", batch_size=8, max_seq_length=MAX_LENGTH,
-                                  max_predictions_per_seq=PREDICTIONS, shuffle_buffer=50,
+                                  PretrainingDataConfig(
+                                      objective="electra", batch_size=8, max_seq_length=MAX_LENGTH,
+                                      max_predictions_per_seq=PREDICTIONS, shuffle_buffer=50),
                                   epochs=None)
     history = model.fit(dataset, steps_per_epoch=3, epochs=1, verbose=0).history
     assert set(history) == {"loss", "mlm_loss", "mlm_accuracy", "rtd_loss", "rtd_accuracy",

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import kerasbert
 import kerasbert.data.demo
-from kerasbert.data import pretraining_dataset
+from kerasbert.data import PretrainingDataConfig, pretraining_dataset
 from kerasbert.models import PretrainingModel, build_pretraining_model
 from tests.helpers import demo_wordpiece_tokenizer, first_pretraining_batch
 
@@ -67,8 +67,9 @@ def test_fit_on_the_pipeline_logs_every_head(tokenizer):
     model = _model(tokenizer, family="albert", heads=("mlm", "sop"))
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     dataset = pretraining_dataset(kerasbert.data.demo.pretraining_corpus_files(), tokenizer,
-                                  objective="sop", batch_size=8, max_seq_length=MAX_LENGTH,
-                                  max_predictions_per_seq=PREDICTIONS, shuffle_buffer=50,
+                                  PretrainingDataConfig(
+                                      objective="sop", batch_size=8, max_seq_length=MAX_LENGTH,
+                                      max_predictions_per_seq=PREDICTIONS, shuffle_buffer=50),
                                   epochs=None)
     history = model.fit(dataset, steps_per_epoch=3, epochs=2, verbose=0).history
     assert set(history) == {"loss", "mlm_logits_loss", "mlm_logits_accuracy", "sop_logits_loss",

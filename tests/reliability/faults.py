@@ -339,12 +339,12 @@ TINY_BERT = "num_layers=2,hidden_size=32,num_heads=2,intermediate_size=64,max_po
 def write_pretraining_records(path, corpus, tokenizer):
     """Masked NSP instances of the text files `corpus` as a plain TFRecord file at `path`
     (kerasbert's own writer, in this process); returns how many."""
-    from kerasbert.data.pretraining import pretraining_dataset
+    from kerasbert.data.pretraining import PretrainingDataConfig, pretraining_dataset
     from kerasbert.data.tfrecords import serialize_instances, write_tfrecord
 
-    batches = pretraining_dataset(corpus, tokenizer, objective="nsp", batch_size=16,
-                                  max_seq_length=MAX_SEQ_LENGTH,
-                                  max_predictions_per_seq=MAX_PREDICTIONS, epochs=1, seed=3)
+    batches = pretraining_dataset(corpus, tokenizer, PretrainingDataConfig(
+        objective="nsp", batch_size=16, max_seq_length=MAX_SEQ_LENGTH,
+        max_predictions_per_seq=MAX_PREDICTIONS), epochs=1, seed=3)
     records = [record for batch in batches for record in serialize_instances(batch).numpy()]
     write_tfrecord(str(path), records)
     return len(records)
