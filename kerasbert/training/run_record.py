@@ -23,7 +23,7 @@ import glob
 import json
 import os
 import posixpath
-from typing import Callable, Optional
+from typing import Callable
 
 from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
