@@ -64,7 +64,7 @@ class EvaluationInputs:
 class FinetuningTask:
     """A task `kerasbert-finetune` trains: subclasses fill in the files and the metrics.
 
-    Attributes: `name`, `model_task` (a `kerasbert.models.TASKS` name),
+    Attributes: `name`, `model_task` (a `kerasbert.models.TASK_MODEL_KINDS` name),
     `default_files` (role -> official file names under `--data_dir`; the dev
     role may name several files, e.g. MNLI's matched and mismatched).
 
