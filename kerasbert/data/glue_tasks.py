@@ -1,8 +1,8 @@
 """The GLUE tasks (and the shipped WordNet gloss set) as data: files, columns, labels, metrics.
 
-One `GlueTask` per task in `GLUE_TASKS`. Files are the tab-separated files GLUE distributes, one folder
-per task; each split names its file, where its columns are, and (for test files) the file a GLUE
-submission expects. Columns are found by their header names, so extra columns (MNLI's parses,
+One `GlueTask` per task in `GLUE_TASKS`. Files are the tab-separated files GLUE distributes, one
+folder per task; each split names its file, where its columns are, and (for test files) the file a
+GLUE submission expects. Columns are found by their header names, so extra columns (MNLI's parses,
 STS-B's genre and year, ...) are simply not read. The official layouts, as the GLUE download
 script writes them (and Hugging Face's and Google's GLUE processors read them):
 

@@ -12,8 +12,9 @@ from kerasbert.layers.choices import FoldChoices, UnfoldChoiceLogits
 from kerasbert.models.batch_dicts import BatchDictTraining, restore_compile
 from kerasbert.models.encoder import INPUT_NAMES, Encoder, build_encoder
 
+# The kinds of fine-tuning model `build_task_model` makes (its `task` argument).
 TASK_MODEL_KINDS = ("sequence_classification", "token_classification", "question_answering",
-         "multiple_choice")
+                    "multiple_choice")
 IGNORED_LABEL = -100  # token labels that neither the loss nor the metrics count
 
 

@@ -182,8 +182,8 @@ def all_batches(dataset):
 # --- the task table ---
 
 def test_table_has_every_glue_task_with_the_official_files_labels_and_metrics():
-    assert list(GLUE_TASKS) == ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli",
-                           "wordnet_gloss"]
+    assert list(GLUE_TASKS) == ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte",
+                                "wnli", "wordnet_gloss"]
     submissions = {(name, split): s.submission_file for name, task in GLUE_TASKS.items()
                    for split, s in task.splits.items() if s.submission_file}
     assert submissions == {
