@@ -292,7 +292,6 @@ class _ArtifactBuilder:
         self.runs.setdefault(runtime, []).append(artifact)
 
 
-
 class _ArtifactVerifier:
     """Runs what an `_ArtifactBuilder` made in fresh processes, compares the outputs with the
     Keras model's and writes the checks into the artifacts' report entries."""
