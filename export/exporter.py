@@ -2,7 +2,6 @@
 compared with the Keras model, described in `export_report.json`, then renamed into place."""
 
 import os
-import shutil
 import tempfile
 
 import numpy as np
@@ -11,8 +10,7 @@ import tensorflow as tf
 
 from kerasbert import file_system
 from kerasbert.atomic_files import TemporarySibling
-from kerasbert.export import cases as cases_module
-from kerasbert.export import report as report_module
+from kerasbert.export.cases import CaseMaker, text_sets
 from kerasbert.export.compare import (FLOAT32_TOLERANCE, agreement, float_difference,
                                       is_sequence_aligned, passes, threshold)
 from kerasbert.export.errors import ExportError
@@ -20,6 +18,7 @@ from kerasbert.export.labelled import METRIC_TOLERANCE_POINTS, LabelledSet
 from kerasbert.export.model_sources import load_export_model
 from kerasbert.export.onnx_model import OPSET, convert_to_onnx
 from kerasbert.export.onnx_model import op_inventory as onnx_op_inventory
+from kerasbert.export.report import file_facts, make_report, saved_model_ops, write_report
 from kerasbert.export.runtimes import run_in_fresh_process
 from kerasbert.export.saved_model import TEXT_SIGNATURES, write_saved_model
 from kerasbert.export.signatures import serving_function
@@ -91,8 +90,8 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     if text_signatures:
         _check_text_signatures(model, tokenizer, formats, max_seq_length)
     calibrate = "int8" in quantize and "tflite" in formats
-    sets = cases_module.text_sets(calibration_data, calibrate=calibrate)
-    maker = cases_module.CaseMaker(model, tokenizer, max_seq_length, sets)
+    sets = text_sets(calibration_data, calibrate=calibrate)
+    maker = CaseMaker(model, tokenizer, max_seq_length, sets)
     if calibrate:
         maker.calibration_inputs()  # refuses early when there is no tokenizer
     serve = serving_function(model)
@@ -106,20 +105,20 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     work = TemporarySibling(output_dir, "partial", folder=True)  # and a killed run's removed
     work_dir = work.path
     try:
-        build = _Build(model, tokenizer, maker, work_dir, max_seq_length, serve, labelled)
+        builder = _ArtifactBuilder(model, tokenizer, maker, work_dir, max_seq_length, serve,
+                                   labelled)
         if "saved_model" in formats:
-            build.saved_model(text_signatures, serving_version)
+            builder.saved_model(text_signatures, serving_version)
         if "tflite" in formats:
-            build.tflite(quantize)
+            builder.tflite(quantize)
             if text_signatures:
-                build.text_tflite()
+                builder.text_tflite()
         if "onnx" in formats:
-            build.onnx()
-        build.verify()
-        report = report_module.make_report(model, tokenizer, build, max_seq_length, OPSET,
-                                           sets.describe(), _labelled_report(labelled))
-        report_module.write_report(os.path.join(work_dir, REPORT_FILE), report)
-        shutil.rmtree(build.scratch)
+            builder.onnx()
+        _ArtifactVerifier(builder).verify()
+        report = make_report(model, tokenizer, builder.artifacts, max_seq_length, OPSET,
+                             sets.describe(), _labelled_report(labelled))
+        write_report(os.path.join(work_dir, REPORT_FILE), report)
         work.publish()  # over an empty output_dir too
     except BaseException:
         work.discard()
@@ -182,22 +181,19 @@ def _labelled_report(labelled):
             "tolerance_points": METRIC_TOLERANCE_POINTS}
 
 
-class _Build:
-    """The artifacts being made in `work_dir`, their checks and what the report says of them."""
+class _ArtifactBuilder:
+    """Writes the artifacts into `work_dir`: each one's report entry (`artifacts`) and, per
+    runtime, the calls a fresh process is to make on it (`runs`), for `_ArtifactVerifier`."""
 
     def __init__(self, model, tokenizer, maker, work_dir, max_seq_length, serve, labelled):
         self.model, self.tokenizer, self.maker = model, tokenizer, maker
         self.work_dir, self.max_seq_length = work_dir, max_seq_length
-        self.scratch = tempfile.mkdtemp(dir=work_dir, prefix=".scratch-")
         self.serve = serve
         self.labelled = labelled
         self.cases = maker.verification_cases()
         self.agreement_batches = maker.agreement_inputs()
         self.artifacts = {}    # name -> report entry
-        self.runs = {}         # runtime -> list of (artifact dict, judge)
-        self.failures = []
-
-    # --- building ---
+        self.runs = {}         # runtime -> list of artifact dicts (path, calls, ...)
 
     def saved_model(self, text_signatures, serving_version):
         relative = "saved_model" if serving_version is None else os.path.join(
@@ -205,7 +201,7 @@ class _Build:
         path = os.path.join(self.work_dir, relative)
         tokenizer = self.tokenizer if text_signatures else None
         write_saved_model(self.model, path, tokenizer, self.max_seq_length)
-        entry = self._entry("saved_model", relative, ops=report_module.saved_model_ops(path))
+        entry = self._entry("saved_model", relative, ops=saved_model_ops(path))
         calls = self._id_calls()
         if text_signatures:
             calls += self._text_calls(TEXT_SIGNATURES)
@@ -285,25 +281,6 @@ class _Build:
         return [{"signature": name, "case": inputs[name][0], "inputs": inputs[name][1]}
                 for name in signatures]
 
-    def input_arrays(self):
-        arrays = {}
-        for case in self.cases:
-            arrays.update({f"{case.name}::{key}": value for key, value in case.inputs.items()})
-        for index, batch in enumerate(self.agreement_batches):
-            arrays.update({f"agreement{index}::{key}": value for key, value in batch.items()})
-        arrays.update({f"latency::{key}": value[:1]
-                       for key, value in self.agreement_batches[0].items()})
-        for index, batch in enumerate(self.labelled.batches if self.labelled else []):
-            arrays.update({f"eval{index}::{key}": value for key, value in batch.items()})
-        single = _TEXT_CASES["text_single"]
-        first, second = _TEXT_CASES["text_pair"]
-        arrays["text_single::text"] = np.array(single)
-        arrays["text_pair::text_a"] = np.array(first)
-        arrays["text_pair::text_b"] = np.array(second)
-        arrays["examples::examples"] = np.array(_examples(single, [second[0], "", second[2]]),
-                                                dtype=object).astype("S")
-        return arrays
-
     def _entry(self, name, relative, **extra):
         entry = {"path": relative, **extra}
         self.artifacts[name] = entry
@@ -314,41 +291,77 @@ class _Build:
         entry["judged_as"] = judged
         self.runs.setdefault(runtime, []).append(artifact)
 
-    # --- verification ---
+
+class _ArtifactVerifier:
+    """Runs what an `_ArtifactBuilder` made in fresh processes, compares the outputs with the
+    Keras model's and writes the checks into the artifacts' report entries."""
+
+    def __init__(self, built):
+        self.built = built
+        self.failures = []
 
     def verify(self):
+        """Check every artifact; `ExportError` naming the failures (the first five)."""
+        built = self.built
         inputs = self.input_arrays()
-        references = self._references(inputs)
-        for runtime, artifacts in self.runs.items():
-            outputs, info = run_in_fresh_process(
-                "tflite" if runtime == "text_tflite" else runtime, artifacts, inputs,
-                self.scratch, needs_tensorflow_text=runtime == "saved_model")
-            if info.pop("_imported_kerasbert"):
-                self.failures.append(f"{runtime}: the fresh process imported kerasbert")
-            for artifact in artifacts:
-                entry = self.artifacts[artifact["name"]]
-                entry.update(info[artifact["name"]])
-                if "error" in entry:
-                    self.failures.append(f"{artifact['name']}: fails to load or run in a fresh "
-                                         f"{runtime} process: {entry['error']}")
-                    entry["checks"], entry["verified"] = [], False
-                    continue
-                self._judge(artifact, entry, outputs, references)
-        for entry in self.artifacts.values():
-            entry.update(report_module.file_facts(os.path.join(self.work_dir, entry["path"])))
+        references = self._references()
+        with tempfile.TemporaryDirectory(dir=built.work_dir, prefix=".scratch-") as scratch:
+            for runtime, artifacts in built.runs.items():
+                outputs, info = run_in_fresh_process(
+                    "tflite" if runtime == "text_tflite" else runtime, artifacts, inputs,
+                    scratch, needs_tensorflow_text=runtime == "saved_model")
+                if info.pop("_imported_kerasbert"):
+                    self.failures.append(f"{runtime}: the fresh process imported kerasbert")
+                self._judge_runtime(runtime, artifacts, info, outputs, references)
+        for entry in built.artifacts.values():
+            entry.update(file_facts(os.path.join(built.work_dir, entry["path"])))
         if self.failures:
             raise ExportError("; ".join(self.failures[:5]) + (
                 f" (and {len(self.failures) - 5} more)" if len(self.failures) > 5 else ""))
 
-    def _references(self, inputs):
+    def input_arrays(self):
+        """Every call's inputs, keyed `"<case>::<input>"`."""
+        arrays = {}
+        for case in self.built.cases:
+            arrays.update({f"{case.name}::{key}": value for key, value in case.inputs.items()})
+        for index, batch in enumerate(self.built.agreement_batches):
+            arrays.update({f"agreement{index}::{key}": value for key, value in batch.items()})
+        arrays.update({f"latency::{key}": value[:1]
+                       for key, value in self.built.agreement_batches[0].items()})
+        for index, batch in enumerate(self.built.labelled.batches if self.built.labelled else []):
+            arrays.update({f"eval{index}::{key}": value for key, value in batch.items()})
+        single = _TEXT_CASES["text_single"]
+        first, second = _TEXT_CASES["text_pair"]
+        arrays["text_single::text"] = np.array(single)
+        arrays["text_pair::text_a"] = np.array(first)
+        arrays["text_pair::text_b"] = np.array(second)
+        arrays["examples::examples"] = np.array(_examples(single, [second[0], "", second[2]]),
+                                                dtype=object).astype("S")
+        return arrays
+
+    def _judge_runtime(self, runtime, artifacts, info, outputs, references):
+        """Judge each artifact of `runtime` on what its fresh process returned."""
+        for artifact in artifacts:
+            entry = self.built.artifacts[artifact["name"]]
+            entry.update(info[artifact["name"]])
+            if "error" in entry:
+                self.failures.append(f"{artifact['name']}: fails to load or run in a fresh "
+                                     f"{runtime} process: {entry['error']}")
+                entry["checks"], entry["verified"] = [], False
+                continue
+            self._judge(artifact, entry, outputs, references)
+
+    def _references(self):
+        """The Keras model's outputs on every call's inputs, by case."""
         references = {}
-        for case in self.cases:
-            references[case.name] = _numpy(self.serve(case.inputs))
-        for index, batch in enumerate(self.agreement_batches):
-            references[f"agreement{index}"] = _numpy(self.serve(batch))
-        for index, reference in enumerate(self.labelled.reference if self.labelled else []):
+        for case in self.built.cases:
+            references[case.name] = _numpy(self.built.serve(case.inputs))
+        for index, batch in enumerate(self.built.agreement_batches):
+            references[f"agreement{index}"] = _numpy(self.built.serve(batch))
+        labelled = self.built.labelled
+        for index, reference in enumerate(labelled.reference if labelled else []):
             references[f"eval{index}"] = reference
-        if self.tokenizer is not None:
+        if self.built.tokenizer is not None:
             single = _TEXT_CASES["text_single"]
             first, second = _TEXT_CASES["text_pair"]
             for case, (a, b) in {"text_single": (single, None), "text_pair": (first, second),
@@ -361,10 +374,10 @@ class _Build:
             rows = [self._text_reference([text], [pair] if pair else None)
                     for text, pair in zip(texts, pair_texts)]
             return {key: np.concatenate([row[key] for row in rows]) for key in rows[0]}
-        packed = self.maker.packed(texts, pair_texts, self.max_seq_length)
-        if self.maker.choices:
+        packed = self.built.maker.packed(texts, pair_texts, self.built.max_seq_length)
+        if self.built.maker.choices:
             packed = {key: value[:, :1] for key, value in packed.items()}
-        return _numpy(self.serve(packed))
+        return _numpy(self.built.serve(packed))
 
     def _judge(self, artifact, entry, outputs, references):
         name = artifact["name"]
@@ -406,7 +419,7 @@ class _Build:
         """The strict rule (`kerasbert.export.compare`), or, with a labelled set, its task
         metric; the checks and whether the artifact passes."""
         cases = [case for case, _ in produced if case.startswith("agreement")]
-        texts = len(self.maker.texts)
+        texts = len(self.built.maker.texts)
         checks = []
         for output in sorted(references[cases[0]]):
             result = agreement(output,
@@ -420,7 +433,7 @@ class _Build:
                                                 if key not in ("check", "output", "passed")}
                               for check in checks}
         described = ", ".join(_agreement_text(check) for check in checks)
-        if self.labelled is None:
+        if self.built.labelled is None:
             entry["decided_by"] = "agreement"
             failed = [check for check in checks if not check["passed"]]
             if failed:
@@ -428,7 +441,7 @@ class _Build:
                     f"output {check['output']!r} {_agreement_text(check)}, below "
                     f"{check['threshold']}" for check in failed))
             return checks, not failed
-        labelled = self.labelled
+        labelled = self.built.labelled
         evaluation = labelled.score([produced[f"eval{index}", "serving_default"]
                                      for index in range(len(labelled.batches))])
         float_points = labelled.points(labelled.float_evaluation)
@@ -457,11 +470,11 @@ class _Build:
     def _padding_checks(self, name, outputs):
         """The artifact's outputs at real tokens are the same when the input is padded longer."""
         checks = []
-        for case in self.cases:
+        for case in self.built.cases:
             if case.padded_from is None:
                 continue
             length = case.inputs["padding_mask"].shape[-1]
-            base_mask = next(c for c in self.cases if c.name == case.padded_from).inputs[
+            base_mask = next(c for c in self.built.cases if c.name == case.padded_from).inputs[
                 "padding_mask"]
             base_length = base_mask.shape[-1]
             prefix = f"{name}::serving_default::"
@@ -485,8 +498,8 @@ class _Build:
 
     def _padding_mask(self, case_name):
         if case_name.startswith("agreement"):
-            return self.agreement_batches[int(case_name[len("agreement"):])]["padding_mask"]
-        for case in self.cases:
+            return self.built.agreement_batches[int(case_name[len("agreement"):])]["padding_mask"]
+        for case in self.built.cases:
             if case.name == case_name:
                 return case.inputs["padding_mask"]
         return None

@@ -83,10 +83,10 @@ def saved_model_ops(path):
     return dict(sorted(counts.items()))
 
 
-def make_report(model, tokenizer, build, max_seq_length, opset, texts, labelled_set):
-    """The report of a finished build (see `kerasbert.export.export`); `texts`: the calibration
-    and judging sets (`TextSets.describe()`), `labelled_set`: what the labelled set was, or
-    None."""
+def make_report(model, tokenizer, artifacts, max_seq_length, opset, texts, labelled_set):
+    """The report of a finished export (see `kerasbert.export.export`); `artifacts`: the verified
+    artifacts' report entries by name, `texts`: the calibration and judging sets
+    (`TextSets.describe()`), `labelled_set`: what the labelled set was, or None."""
     config = encoder_of(model).config
     return {
         "versions": library_versions(),
@@ -100,7 +100,7 @@ def make_report(model, tokenizer, build, max_seq_length, opset, texts, labelled_
         "onnx_opset": opset,
         "texts": texts,
         "labelled_set": labelled_set,
-        "artifacts": build.artifacts,
+        "artifacts": artifacts,
     }
 
 
@@ -112,10 +112,12 @@ def _label_names(model):
 
 def write_report(path, report):
     """Write `report` as indented JSON at `path`."""
-    return write_atomically(path, json.dumps(report, indent=2, sort_keys=True, default=_plain) + "\n")
+    return write_atomically(path, json.dumps(report, indent=2, sort_keys=True,
+                                             default=_json_compatible) + "\n")
 
 
-def _plain(value):
+def _json_compatible(value):
+    """What `json.dumps` writes for a value it cannot: a tuple or array as a list, else its text."""
     if isinstance(value, tuple):
         return list(value)
     if hasattr(value, "tolist"):

@@ -36,7 +36,7 @@ class JsonObject(dict):
     """
 
     def __init__(self, fields, path, place=""):
-        super().__init__((key, _wrapped(value, path, _join(place, key)))
+        super().__init__((key, _with_json_objects(value, path, _join(place, key)))
                          for key, value in fields.items())
         self.path, self.place = path, place
 
@@ -50,11 +50,13 @@ def _join(place, key):
     return f"{place}.{key}" if place else str(key)
 
 
-def _wrapped(value, path, place):
+def _with_json_objects(value, path, place):
+    """`value` with every dict in it (at any depth) a `JsonObject` naming its place."""
     if isinstance(value, dict):
         return JsonObject(value, path, place)
     if isinstance(value, list):
-        return [_wrapped(item, path, _join(place, index)) for index, item in enumerate(value)]
+        return [_with_json_objects(item, path, _join(place, index))
+                for index, item in enumerate(value)]
     return value
 
 
@@ -84,7 +86,7 @@ def read_json_file(path, what="a JSON file", expected=dict):
     if expected is not None and not isinstance(value, expected):
         raise JsonFileError(f"{path} is not {what}: it holds {_KINDS.get(type(value), 'a value')}, "
                             f"not {_KINDS[expected]}")
-    return _wrapped(value, path, "")
+    return _with_json_objects(value, path, "")
 
 
 def write_json_file(path, value):

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasbert.main_job import QUICK
-from kerasbert.main_job.runner import (RUN_FILE, StageError, format_table, read_run, run_stage,
+from kerasbert.demo_pipeline import QUICK
+from kerasbert.demo_pipeline.runner import (RUN_FILE, StageError, format_table, read_run, run_stage,
                                        start_run)
-from kerasbert.main_job.stages import EXPORT_EVAL_EXAMPLES, Stage, plan
+from kerasbert.demo_pipeline.stages import EXPORT_EVAL_EXAMPLES, Stage, plan
 
 pytestmark = pytest.mark.slow
 

@@ -23,13 +23,13 @@ flags.DEFINE_string("run_dir", None, "Continue the run in this folder, or start 
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    from kerasbert.main_job import run_main_job
+    from kerasbert.demo_pipeline import run_main_job
 
     run_main_job(FLAGS.runs_dir, quick=FLAGS.quick, run_dir=FLAGS.run_dir)
 
 
 def run():
-    run_reporting_errors(main, "kerasbert-demo", expected=("kerasbert.main_job.runner.StageError",),
+    run_reporting_errors(main, "kerasbert-demo", expected=("kerasbert.demo_pipeline.runner.StageError",),
                          interrupted="run the same command again to continue")
 
 

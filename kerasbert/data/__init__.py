@@ -1,9 +1,7 @@
 """Data: corpus reading, pretraining instances, masking, TFRecords and task readers.
 
 The names below are imported on first use: importing one data module (or `kerasbert.data.demo`'s
-file list) does not import every reader. `squad_features` is the module (its function of the
-same name is `kerasbert.data.squad_features.squad_features`): Python sets a package's attribute
-to its submodule whenever the submodule is imported.
+file list) does not import every reader.
 """
 
 from kerasbert.lazy_names import lazy_names
@@ -33,6 +31,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "squad_dataset": "kerasbert.data.squad_features:squad_dataset",
     "squad_decoding": "kerasbert.data.squad_decoding",
     "squad_features": "kerasbert.data.squad_features",
+    "squad_windows": "kerasbert.data.squad_features:squad_windows",
     "swag": "kerasbert.data.swag",
     "swag_dataset": "kerasbert.data.swag:swag_dataset",
     "swag_examples": "kerasbert.data.swag:swag_examples",
@@ -46,5 +45,5 @@ __all__ = ["MaskedLmMasker", "PretrainingDataConfig", "TaskDataError", "conll", 
            "corpus", "decode_squad", "demo", "glue", "glue_dataset", "glue_examples", "glue_tasks",
            "instance_batches", "instances", "masking", "pretraining", "pretraining_dataset",
            "read_conll", "read_pretraining_records", "read_squad", "sentence_split", "squad",
-           "squad_dataset", "squad_decoding", "squad_features", "swag", "swag_dataset",
-           "swag_examples", "tfrecords", "token_windows", "write_squad_predictions"]
+           "squad_dataset", "squad_decoding", "squad_features", "squad_windows", "swag",
+           "swag_dataset", "swag_examples", "tfrecords", "token_windows", "write_squad_predictions"]

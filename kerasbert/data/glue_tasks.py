@@ -1,8 +1,8 @@
 """The GLUE tasks (and the shipped WordNet gloss set) as data: files, columns, labels, metrics.
 
-One `GlueTask` per task in `TASKS`. Files are the tab-separated files GLUE distributes, one folder
-per task; each split names its file, where its columns are, and (for test files) the file a GLUE
-submission expects. Columns are found by their header names, so extra columns (MNLI's parses,
+One `GlueTask` per task in `GLUE_TASKS`. Files are the tab-separated files GLUE distributes, one
+folder per task; each split names its file, where its columns are, and (for test files) the file a
+GLUE submission expects. Columns are found by their header names, so extra columns (MNLI's parses,
 STS-B's genre and year, ...) are simply not read. The official layouts, as the GLUE download
 script writes them (and Hugging Face's and Google's GLUE processors read them):
 
@@ -69,7 +69,7 @@ class TaskSplit:
     `role` is "train", "dev" or "test"; `submission_file` is the name the GLUE server expects for
     the predictions on this (test) file, None where there is none.
 
-    >>> split = TASKS["mnli"].splits["test_mismatched"]
+    >>> split = GLUE_TASKS["mnli"].splits["test_mismatched"]
     >>> split.file_name, split.role, split.submission_file, split.layout.labelled
     ('test_mismatched.tsv', 'test', 'MNLI-mm.tsv', False)
     """
@@ -203,7 +203,7 @@ def _build_tasks():
     return types.MappingProxyType({task.name: task for task in tasks})
 
 
-TASKS = _build_tasks()
+GLUE_TASKS = _build_tasks()
 
 
 def get_task(name):
@@ -214,6 +214,6 @@ def get_task(name):
     """
     if isinstance(name, GlueTask):
         return name
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; expected one of {list(TASKS)}")
-    return TASKS[name]
+    if name not in GLUE_TASKS:
+        raise ValueError(f"unknown task {name!r}; expected one of {list(GLUE_TASKS)}")
+    return GLUE_TASKS[name]

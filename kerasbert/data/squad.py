@@ -1,7 +1,7 @@
 """SQuAD v1.1 and v2.0 JSON files -> checked question examples.
 
     read_squad(path)                      one `SquadExample` per question, in file order
-    squad_features(examples, tokenizer)   windows of each context (`kerasbert.data.squad_features`)
+    squad_windows(examples, tokenizer)    windows of each context (`data.squad_features`)
     squad_dataset(features)               `tf.data` batches of those windows
     decode_squad(examples, features, ...) logits -> answer texts (`kerasbert.data.squad_decoding`)
 

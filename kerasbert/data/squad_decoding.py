@@ -67,11 +67,11 @@ def decode_squad(examples, features, start_logits, end_logits, *, n_best_size=20
 
     >>> import numpy as np, kerasbert.data.demo, kerasbert.zoo
     >>> from kerasbert.data.squad import SquadExample
-    >>> from kerasbert.data.squad_features import squad_features
+    >>> from kerasbert.data.squad_features import squad_windows
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
     ...     "bert_tiny_uncased", kerasbert.data.demo.vocabulary_dir("wordpiece"))
     >>> example = SquadExample("q", "What?", "The Sorted List.", is_impossible=True)
-    >>> features = squad_features([example], tokenizer, max_seq_length=10, max_query_length=2)
+    >>> features = squad_windows([example], tokenizer, max_seq_length=10, max_query_length=2)
     >>> start, end = np.zeros([1, 10]), np.zeros([1, 10])
     >>> start[0, 5], end[0, 6] = 2.0, 3.0  # "sorted" ... "list"
     >>> decode_squad([example], features, start, end).texts

@@ -36,8 +36,8 @@ class SquadFeature:
     so window token `i` sits at position `context_offset + i`.
 
     Attributes:
-        example_index: position of the example in the list given to `squad_features`.
-        feature_index: position of this feature in the list `squad_features` returns
+        example_index: position of the example in the list given to `squad_windows`.
+        feature_index: position of this feature in the list `squad_windows` returns
             (the row of its logits in `decode_squad`).
         window_index: which window of its example (0, 1, ...).
         window_start: the context token this window starts at.
@@ -55,7 +55,7 @@ class SquadFeature:
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
     ...     "bert_tiny_uncased", kerasbert.data.demo.vocabulary_dir("wordpiece"))
     >>> example = SquadExample("q", "What?", "Sorted list.", (SquadAnswer("list", 7),))
-    >>> feature, = squad_features([example], tokenizer, max_seq_length=16, max_query_length=4,
+    >>> feature, = squad_windows([example], tokenizer, max_seq_length=16, max_query_length=4,
     ...                          is_training=True)
     >>> feature.context_offset, feature.start_position, feature.end_position
     (4, 5, 5)
@@ -141,8 +141,8 @@ def answer_token_span(char_starts, char_ends, answer_start, answer_end):
     return int(tokens[0]), int(tokens[-1])
 
 
-def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64,
-                   is_training=False):
+def squad_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64,
+                  is_training=False):
     """The windows (`SquadFeature`s) of every example, in example order.
 
     With `is_training`, each feature gets the packed positions of the first
@@ -155,7 +155,7 @@ def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128, max_
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
     ...     "bert_tiny_uncased", kerasbert.data.demo.vocabulary_dir("wordpiece"))
     >>> example = SquadExample("q", "Why?", " ".join(["word"] * 20), is_impossible=True)
-    >>> features = squad_features([example], tokenizer, max_seq_length=12, doc_stride=4,
+    >>> features = squad_windows([example], tokenizer, max_seq_length=12, doc_stride=4,
     ...                           max_query_length=2)
     >>> [(f.window_start, f.window_length) for f in features]
     [(0, 7), (4, 7), (8, 7), (12, 7), (16, 4)]
@@ -200,7 +200,7 @@ def squad_features(examples, tokenizer, max_seq_length=384, doc_stride=128, max_
 
 def squad_dataset(features, batch_size=32, shuffle=False, seed=0, *, drop_remainder=False,
                   epochs=1):
-    """Batches of `features` (from `squad_features`) per the fine-tuning batch contract.
+    """Batches of `features` (from `squad_windows`) per the fine-tuning batch contract.
 
     Each batch is a dict of int32 `token_ids`, `segment_ids`, `padding_mask`
     `[batch, max_seq_length]` (question and window packed in the tokenizer's
@@ -216,7 +216,7 @@ def squad_dataset(features, batch_size=32, shuffle=False, seed=0, *, drop_remain
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
     ...     "bert_tiny_uncased", kerasbert.data.demo.vocabulary_dir("wordpiece"))
     >>> example = SquadExample("q", "What?", "Sorted list.", (SquadAnswer("list", 7),))
-    >>> features = squad_features([example], tokenizer, max_seq_length=10, max_query_length=2,
+    >>> features = squad_windows([example], tokenizer, max_seq_length=10, max_query_length=2,
     ...                           is_training=True)
     >>> batch = next(iter(squad_dataset(features)))
     >>> batch["segment_ids"].numpy().tolist(), batch["start_positions"].numpy().tolist()

@@ -8,10 +8,11 @@ from kerasbert.models.features import (LayerCombination, WordPooling, extract_fe
 from kerasbert.models.inference import inference_function
 from kerasbert.models.pretraining import (FAMILY_HEADS, HEADS, PretrainingModel,
                                           build_pretraining_model)
-from kerasbert.models.tasks import IGNORED_LABEL, TASKS, TaskModel, build_task_model
+from kerasbert.models.tasks import IGNORED_LABEL, TASK_MODEL_KINDS, TaskModel, build_task_model
 
 __all__ = ["ElectraPretrainer", "Encoder", "FAMILY_HEADS", "HEADS", "INPUT_NAMES",
-           "IGNORED_LABEL", "InputDtypeError", "LayerCombination", "PretrainingModel", "TASKS",
+           "IGNORED_LABEL", "InputDtypeError", "LayerCombination", "PretrainingModel",
+           "TASK_MODEL_KINDS",
            "TaskModel", "WordPooling", "build_encoder", "build_pretraining_model",
            "build_task_model", "extract_features", "feature_extractor", "generator_config",
            "inference_function"]

@@ -310,7 +310,7 @@ def _positions(extractor):
     return embeddings.max_positions - embeddings.position_offset
 
 
-def _run(extractor, inputs):
+def _extracted_features(extractor, inputs):
     # Eagerly: a compiled function would be traced again for every extractor, which costs more
     # than it saves on small inputs, and the per-operation overhead is small beside the matrix
     # products of a real encoder.
@@ -327,7 +327,7 @@ def _group_records(group, tokenizer, extractor, with_words, max_seq_length, trun
 
     if not with_words:
         inputs = packed([tokenizer.tokenize(column) for column in columns], tokenizer.layout)
-        features = _run(extractor, inputs)
+        features = _extracted_features(extractor, inputs)
         token_ids = inputs["token_ids"].numpy()
         return [{"tokens": [tokenizer.id_to_token(i) for i in token_ids[row, :length]],
                  "features": features[row, :length]}
@@ -364,7 +364,7 @@ def _group_records(group, tokenizer, extractor, with_words, max_seq_length, trun
                 last = (column, word)
             word_ids[row, position] = len(row_words) - 1
         words.append(row_words)
-    features = _run(extractor, {**inputs, WORD_IDS: tf.constant(word_ids)})
+    features = _extracted_features(extractor, {**inputs, WORD_IDS: tf.constant(word_ids)})
     return [{"tokens": row_words, "features": features[row, :len(row_words)]}
             for row, row_words in enumerate(words)]
 

@@ -11,8 +11,9 @@ from kerasbert.layers.choices import FoldChoices, UnfoldChoiceLogits
 from kerasbert.models.batch_dicts import BatchDictTraining, restore_compile
 from kerasbert.models.encoder import INPUT_NAMES, Encoder, build_encoder
 
-TASKS = ("sequence_classification", "token_classification", "question_answering",
-         "multiple_choice")
+# The kinds of fine-tuning model `build_task_model` makes (its `task` argument).
+TASK_MODEL_KINDS = ("sequence_classification", "token_classification", "question_answering",
+                    "multiple_choice")
 IGNORED_LABEL = -100  # token labels that neither the loss nor the metrics count
 
 
@@ -92,8 +93,8 @@ class TaskModel(BatchDictTraining, keras.Model):
     """
 
     def __init__(self, encoder, task, num_labels=None, id2label=None, dropout=None, **kwargs):
-        if task not in TASKS:
-            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+        if task not in TASK_MODEL_KINDS:
+            raise ValueError(f"task must be one of {TASK_MODEL_KINDS}, got {task!r}")
         if not isinstance(encoder, Encoder):
             raise TypeError(f"encoder must be a kerasbert Encoder, got {type(encoder).__name__}")
         config = encoder.config
@@ -313,8 +314,8 @@ def build_task_model(encoder_or_config, task, num_labels=None, id2label=None, dr
     """
     if isinstance(encoder_or_config, Mapping):
         encoder_or_config = EncoderConfig.from_dict(dict(encoder_or_config))
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    if task not in TASK_MODEL_KINDS:
+        raise ValueError(f"task must be one of {TASK_MODEL_KINDS}, got {task!r}")
     if isinstance(encoder_or_config, EncoderConfig):
         config = encoder_or_config
         encoder = build_encoder(config.replace(use_pooler=needs_pooler(config.family, task)))

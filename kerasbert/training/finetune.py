@@ -32,7 +32,7 @@ from kerasbert.atomic_files import atomic_path, remove_stale_siblings
 from kerasbert.convert import from_hf
 from kerasbert.json_files import read_json_file
 from kerasbert.json_files import write_json_file as write_json
-from kerasbert.data.glue_tasks import TASKS as GLUE_TASKS
+from kerasbert.data.glue_tasks import GLUE_TASKS
 from kerasbert.data.service import DISTRIBUTED_EPOCH, distribute
 from kerasbert.models.tasks import TaskModel, build_task_model
 from kerasbert.training.distillation.students import copy_heads, student_encoder

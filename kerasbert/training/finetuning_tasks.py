@@ -17,10 +17,8 @@ import numpy as np
 
 from kerasbert import file_system
 from kerasbert.data import conll, glue, squad, squad_decoding, swag
-# `kerasbert.data.squad_features` is the function (the package exports it over its module).
-from kerasbert.data.squad_features import squad_dataset, squad_features
-from kerasbert.data.glue_tasks import TASKS as GLUE_TASKS
-from kerasbert.data.glue_tasks import get_task
+from kerasbert.data.glue_tasks import GLUE_TASKS, get_task
+from kerasbert.data.squad_features import squad_dataset, squad_windows
 from kerasbert.training import entity_metrics, glue_metrics, squad_evaluation
 
 
@@ -64,7 +62,7 @@ class EvaluationInputs:
 class FinetuningTask:
     """A task `kerasbert-finetune` trains: subclasses fill in the files and the metrics.
 
-    Attributes: `name`, `model_task` (a `kerasbert.models.TASKS` name),
+    Attributes: `name`, `model_task` (a `kerasbert.models.TASK_MODEL_KINDS` name),
     `default_files` (role -> official file names under `--data_dir`; the dev
     role may name several files, e.g. MNLI's matched and mismatched).
 
@@ -201,7 +199,7 @@ class SquadFinetuning(FinetuningTask):
         return squad.read_squad(path)
 
     def features(self, examples, tokenizer, settings, training):
-        return squad_features(
+        return squad_windows(
             examples, tokenizer, settings.max_seq_length, settings.doc_stride,
             settings.max_query_length, is_training=training)
 

@@ -93,7 +93,7 @@ def compute_metrics(metric_names, labels, predictions):
 
 
 def glue_metrics(task, labels, predictions):
-    """The metrics of `task` (a name in `kerasbert.data.glue_tasks.TASKS`, or a `GlueTask`).
+    """The metrics of `task` (a name in `kerasbert.data.glue_tasks.GLUE_TASKS`, or a `GlueTask`).
 
     >>> scores = glue_metrics("stsb", [0.0, 2.5, 5.0], [0.5, 3.0, 3.5])
     >>> {name: round(value, 4) for name, value in scores.items()}

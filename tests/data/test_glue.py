@@ -20,7 +20,7 @@ import kerasbert.zoo
 from kerasbert.data.glue import (examples_dataset, example_labels, glue_dataset, glue_examples,
                                  predictions_from_logits, write_dev_predictions,
                                  write_test_predictions)
-from kerasbert.data.glue_tasks import TASKS, get_task
+from kerasbert.data.glue_tasks import GLUE_TASKS, get_task
 from kerasbert.data.task_errors import TaskDataError
 
 MNLI_PARSES = ["( ( The cat ) sat )", "( ( A cat ) sits )", "(ROOT (S (NP The cat) (VP sat)))",
@@ -172,9 +172,9 @@ def all_batches(dataset):
 # --- the task table ---
 
 def test_table_has_every_glue_task_with_the_official_files_labels_and_metrics():
-    assert list(TASKS) == ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli",
-                           "wordnet_gloss"]
-    submissions = {(name, split): s.submission_file for name, task in TASKS.items()
+    assert list(GLUE_TASKS) == ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte",
+                                "wnli", "wordnet_gloss"]
+    submissions = {(name, split): s.submission_file for name, task in GLUE_TASKS.items()
                    for split, s in task.splits.items() if s.submission_file}
     assert submissions == {
         ("cola", "test"): "CoLA.tsv", ("sst2", "test"): "SST-2.tsv", ("mrpc", "test"): "MRPC.tsv",
@@ -182,26 +182,26 @@ def test_table_has_every_glue_task_with_the_official_files_labels_and_metrics():
         ("mnli", "test_matched"): "MNLI-m.tsv", ("mnli", "test_mismatched"): "MNLI-mm.tsv",
         ("mnli", "diagnostic"): "AX.tsv", ("qnli", "test"): "QNLI.tsv", ("rte", "test"): "RTE.tsv",
         ("wnli", "test"): "WNLI.tsv"}
-    assert {split: s.file_name for split, s in TASKS["mnli"].splits.items()} == {
+    assert {split: s.file_name for split, s in GLUE_TASKS["mnli"].splits.items()} == {
         "train": "train.tsv", "dev_matched": "dev_matched.tsv",
         "dev_mismatched": "dev_mismatched.tsv", "test_matched": "test_matched.tsv",
         "test_mismatched": "test_mismatched.tsv", "diagnostic": "diagnostic.tsv"}
     for name in ("cola", "sst2", "mrpc", "stsb", "qqp", "qnli", "rte", "wnli"):
-        assert {s: TASKS[name].splits[s].file_name for s in TASKS[name].splits} == {
+        assert {s: GLUE_TASKS[name].splits[s].file_name for s in GLUE_TASKS[name].splits} == {
             "train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
-    assert {name: task.labels for name, task in TASKS.items() if name != "wordnet_gloss"} == {
+    assert {name: task.labels for name, task in GLUE_TASKS.items() if name != "wordnet_gloss"} == {
         "cola": ("0", "1"), "sst2": ("0", "1"), "mrpc": ("0", "1"), "stsb": None,
         "qqp": ("0", "1"), "mnli": ("contradiction", "entailment", "neutral"),
         "qnli": ("entailment", "not_entailment"), "rte": ("entailment", "not_entailment"),
         "wnli": ("0", "1")}
-    assert {name: task.metrics for name, task in TASKS.items()} == {
+    assert {name: task.metrics for name, task in GLUE_TASKS.items()} == {
         "cola": ("matthews_correlation",), "sst2": ("accuracy",), "mrpc": ("accuracy", "f1"),
         "stsb": ("pearson", "spearman"), "qqp": ("accuracy", "f1"), "mnli": ("accuracy",),
         "qnli": ("accuracy",), "rte": ("accuracy",), "wnli": ("accuracy",),
         "wordnet_gloss": ("accuracy", "matthews_correlation")}
-    assert [name for name, task in TASKS.items() if task.is_pair] == [
+    assert [name for name, task in GLUE_TASKS.items() if task.is_pair] == [
         "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli"]
-    assert TASKS["wordnet_gloss"].labels == tuple(demo.classification_labels())
+    assert GLUE_TASKS["wordnet_gloss"].labels == tuple(demo.classification_labels())
     assert get_task("mnli").splits_of_role("test") == ("test_matched", "test_mismatched",
                                                        "diagnostic")
     with pytest.raises(ValueError, match="unknown task 'mnli-mm'"):
@@ -419,7 +419,7 @@ def read_tsv(path):
 
 
 @pytest.mark.parametrize("task,split", [(task, split) for task in OFFICIAL_LAYOUTS
-                                        for split in TASKS[task].splits_of_role("dev")])
+                                        for split in GLUE_TASKS[task].splits_of_role("dev")])
 def test_dev_predictions_round_trip(tmp_path, task, split):
     examples = list(glue_examples(task, str(write_official_file(tmp_path, task, split))))
     rng = np.random.default_rng(0)
@@ -441,7 +441,7 @@ def test_dev_predictions_round_trip(tmp_path, task, split):
 
 
 @pytest.mark.parametrize("task,split", [(task, split) for task in OFFICIAL_LAYOUTS
-                                        for split in TASKS[task].splits_of_role("test")])
+                                        for split in GLUE_TASKS[task].splits_of_role("test")])
 def test_test_predictions_in_glue_submission_format(tmp_path, task, split):
     examples = list(glue_examples(task, str(write_official_file(tmp_path, task, split))))
     spec = get_task(task)

@@ -16,7 +16,7 @@ from kerasbert.data import demo
 from kerasbert.data.squad import SquadAnswer, SquadExample, read_squad
 from kerasbert.data.squad_decoding import (SquadPredictions, decode_squad,
                                            write_squad_predictions)
-from kerasbert.data.squad_features import squad_features
+from kerasbert.data.squad_features import squad_windows
 from tests.helpers import model_garden_squad_lib
 
 CONTEXT = ("The leader was John Smith (1895-1943). Japanese electronics lead the world. " * 3
@@ -58,7 +58,7 @@ def test_decoding_equals_model_garden_postprocess_output_on_random_logits(
         output_fn=lambda feature, is_padding: is_padding or their_features.append(feature),
         batch_size=1)
     examples = read_squad(squad_file)
-    features = squad_features(examples, wordpiece, max_seq_length=48, doc_stride=12,
+    features = squad_windows(examples, wordpiece, max_seq_length=48, doc_stride=12,
                               max_query_length=10)
     assert len(features) == len(their_features) > 10
     result = collections.namedtuple("RawResult", ["unique_id", "start_logits", "end_logits"])
@@ -85,7 +85,7 @@ def test_decoding_equals_model_garden_postprocess_output_on_random_logits(
 
 def _one_window(wordpiece, context="The sorted list.", question="What?", **kwargs):
     example = SquadExample("q", question, context, **kwargs)
-    features = squad_features([example], wordpiece, max_seq_length=16, max_query_length=4)
+    features = squad_windows([example], wordpiece, max_seq_length=16, max_query_length=4)
     return example, features, np.zeros([2, 1, 16])
 
 
@@ -133,7 +133,7 @@ def test_candidates_respect_order_length_and_the_context(wordpiece):
 def test_only_the_max_context_window_predicts_a_token(wordpiece):
     words = "value list name file path type data code line time call".split()
     example = SquadExample("q", "What?", " ".join(words), is_impossible=True)
-    features = squad_features([example], wordpiece, max_seq_length=12, doc_stride=3,
+    features = squad_windows([example], wordpiece, max_seq_length=12, doc_stride=3,
                               max_query_length=4)
     # Windows of 7 tokens at 0, 3 (overlap 3..6), the last at 6; "file" (token 3) has more context
     # in window 0 (min(3, 3)) than in window 1 (min(0, 6)).
@@ -152,7 +152,7 @@ def test_only_the_max_context_window_predicts_a_token(wordpiece):
 def test_null_odds_and_threshold_over_windows(wordpiece):
     words = "value list name file path type data code line time call".split()
     example = SquadExample("q", "What?", " ".join(words), is_impossible=True)
-    features = squad_features([example], wordpiece, max_seq_length=12, doc_stride=3,
+    features = squad_windows([example], wordpiece, max_seq_length=12, doc_stride=3,
                               max_query_length=4)
     start, end = np.zeros([2, len(features), 12])
     start[:, 0], end[:, 0] = [[4.0, 1.0, 3.0], [4.0, 0.5, 3.0]]  # null score: min is 1.5
@@ -211,7 +211,7 @@ def test_writes_the_three_files_in_run_squad_format(tmp_path):
 def test_gold_answers_of_several_questions_decode_in_example_order(wordpiece):
     examples = [SquadExample("first", "Who?", CONTEXT, (SquadAnswer("John Smith", 15),)),
                 SquadExample("second", "What?", SHORT, (SquadAnswer("list", 9),))]
-    features = squad_features(examples, wordpiece, max_seq_length=40, doc_stride=10,
+    features = squad_windows(examples, wordpiece, max_seq_length=40, doc_stride=10,
                               max_query_length=4, is_training=True)
     start, end = np.zeros([2, len(features), 40])
     for feature in features:
@@ -224,7 +224,7 @@ def test_gold_answers_of_several_questions_decode_in_example_order(wordpiece):
 def test_a_span_of_only_whitespace_is_no_candidate():
     roberta = kerasbert.zoo.build_tokenizer("roberta_base", demo.vocabulary_dir("byte_pair"))
     example = SquadExample("q", "What?", "list  value", is_impossible=True)
-    features = squad_features([example], roberta, max_seq_length=12, max_query_length=4)
+    features = squad_windows([example], roberta, max_seq_length=12, max_query_length=4)
     offset = features[0].context_offset  # <s> What ? </s></s>: 5
     assert features[0].char_starts.tolist() == [0, 5, 6]  # "Ġ" between the spaces spans nothing
     start, end = np.zeros([2, 1, 12])

@@ -1,4 +1,4 @@
-"""squad_features / squad_dataset: windows, max context, answer positions and batches.
+"""squad_windows / squad_dataset: windows, max context, answer positions and batches.
 
 Independent references: transformers' fast tokenizers (their overflowing windows with
 `stride = capacity - doc_stride`, since their stride is the overlap) for all three tokenizer
@@ -18,7 +18,7 @@ from kerasbert.data import demo
 from kerasbert.data.squad import SquadAnswer, SquadExample, read_squad
 from kerasbert.data.squad_decoding import decode_squad
 from kerasbert.data.squad_features import (answer_token_span, context_windows,
-                                           max_context_windows, squad_dataset, squad_features)
+                                           max_context_windows, squad_dataset, squad_windows)
 from kerasbert.data.task_errors import TaskDataError
 from tests.helpers import model_garden_squad_lib
 
@@ -86,7 +86,7 @@ def test_doc_stride_is_the_step_and_the_answer_is_labelled_only_in_the_second_wi
     answer = SquadAnswer(f"{words[20]} {words[21]}", answer_start)
     example = SquadExample("q", "What?", context, (answer,))
     # 24 positions - 2 question tokens - 3 special tokens: windows of 19 context tokens.
-    features = squad_features([example], wordpiece, max_seq_length=24, doc_stride=15,
+    features = squad_windows([example], wordpiece, max_seq_length=24, doc_stride=15,
                               max_query_length=8, is_training=True)
     assert [(f.window_start, f.window_length) for f in features] == [(0, 19), (15, 19), (30, 10)]
     # Hugging Face's meaning (15 tokens of overlap, a step of 4) would make 6 windows.
@@ -105,7 +105,7 @@ def test_windows_equal_transformers_overflow_with_overlap_of_capacity_minus_doc_
         tokenizers, kind):
     question = "Who was the leader?"
     example = SquadExample("q", question, LONG_CONTEXT, is_impossible=True)
-    features = squad_features([example], tokenizers[kind], max_seq_length=40, doc_stride=10,
+    features = squad_windows([example], tokenizers[kind], max_seq_length=40, doc_stride=10,
                               max_query_length=16)
     capacity = features[0].window_length
     assert len(features) > 3 and all(f.window_start == 10 * i for i, f in enumerate(features))
@@ -143,7 +143,7 @@ def test_max_context_windows_equal_model_garden_check_is_max_context(num_tokens,
 
 def test_every_context_token_has_exactly_one_max_context_window(wordpiece):
     example = SquadExample("q", "Who was the leader?", LONG_CONTEXT, is_impossible=True)
-    features = squad_features([example], wordpiece, max_seq_length=32, doc_stride=6,
+    features = squad_windows([example], wordpiece, max_seq_length=32, doc_stride=6,
                               max_query_length=8)
     num_tokens = features[-1].window_start + features[-1].window_length
     owners = np.zeros(num_tokens, int)
@@ -198,7 +198,7 @@ def test_features_equal_model_garden_squad_lib_for_wordpiece(tmp_path, wordpiece
         squad_lib.read_squad_examples(path, is_training=True, version_2_with_negative=True),
         tokenization.FullTokenizer(vocab, do_lower_case=True), max_seq_length=64, doc_stride=16,
         max_query_length=12, is_training=True, output_fn=theirs.append)
-    ours = squad_features(read_squad(path), wordpiece, max_seq_length=64, doc_stride=16,
+    ours = squad_windows(read_squad(path), wordpiece, max_seq_length=64, doc_stride=16,
                           max_query_length=12, is_training=True)
     assert len(ours) == len(theirs) > 20
     batch = _batch(ours)
@@ -229,7 +229,7 @@ def test_gold_positions_decode_back_to_the_gold_answer_for_every_tokenizer(token
                      (SquadAnswer("Zürich's café", context.index("Zürich")),)),
         SquadExample("none", "Who lost?", context, is_impossible=True),
     ]
-    features = squad_features(examples, tokenizers[kind], max_seq_length=48, doc_stride=12,
+    features = squad_windows(examples, tokenizers[kind], max_seq_length=48, doc_stride=12,
                               max_query_length=8, is_training=True)
     assert len(features) > 2 * len(examples)
     start_logits, end_logits = np.zeros([2, len(features), 48])
@@ -255,7 +255,7 @@ def test_window_holding_part_of_the_answer_is_labelled_null(wordpiece, one_token
     context = " ".join(words)
     text = " ".join(words[8:14])
     example = SquadExample("q", "What?", context, (SquadAnswer(text, context.index(text)),))
-    features = squad_features([example], wordpiece, max_seq_length=15, doc_stride=6,
+    features = squad_windows([example], wordpiece, max_seq_length=15, doc_stride=6,
                               max_query_length=4, is_training=True)
     # Windows of 10 tokens every 6 tokens; answer tokens 8..13 lie whole only in window 1.
     assert [f.window_start for f in features] == [0, 6, 12, 18, 24]
@@ -266,7 +266,7 @@ def test_window_holding_part_of_the_answer_is_labelled_null(wordpiece, one_token
 def test_question_is_cut_to_max_query_length_and_left_stripped(tokenizers, kind):
     tokenizer = tokenizers[kind]
     question = "  Which method of the list sorts it in place and returns nothing at all?"
-    feature, = squad_features([SquadExample("q", question, "The list.", is_impossible=True)],
+    feature, = squad_windows([SquadExample("q", question, "The list.", is_impossible=True)],
                               tokenizer, max_seq_length=32, max_query_length=5)
     expected = tokenizer.tokenize([question.lstrip()]).to_list()[0][:5]
     assert feature.question_ids.tolist() == expected
@@ -276,18 +276,18 @@ def test_question_is_cut_to_max_query_length_and_left_stripped(tokenizers, kind)
 def test_answer_that_covers_no_token_raises_naming_the_question(wordpiece):
     example = SquadExample("q-space", "What?", "list  value", (SquadAnswer(" ", 5),))
     with pytest.raises(TaskDataError, match="question 'q-space': the answer ' ' covers no token"):
-        squad_features([example], wordpiece, max_seq_length=16, max_query_length=4,
+        squad_windows([example], wordpiece, max_seq_length=16, max_query_length=4,
                        is_training=True)
     # Without training labels, the answer is not looked at.
-    assert len(squad_features([example], wordpiece, max_seq_length=16, max_query_length=4)) == 1
+    assert len(squad_windows([example], wordpiece, max_seq_length=16, max_query_length=4)) == 1
 
 
 def test_settings_that_leave_no_room_raise(wordpiece):
     example = SquadExample("q", "What?", "list", is_impossible=True)
     with pytest.raises(ValueError, match="max_seq_length=67 leaves no room"):
-        squad_features([example], wordpiece, max_seq_length=67, max_query_length=64)
+        squad_windows([example], wordpiece, max_seq_length=67, max_query_length=64)
     with pytest.raises(ValueError, match="doc_stride must be at least 1"):
-        squad_features([example], wordpiece, doc_stride=0)
+        squad_windows([example], wordpiece, doc_stride=0)
 
 
 # --- batches ---
@@ -296,7 +296,7 @@ def test_settings_that_leave_no_room_raise(wordpiece):
 def many_features(wordpiece):
     examples = [SquadExample(f"q{i}", f"Question {i}?", LONG_CONTEXT[:40 + 9 * i],
                              (SquadAnswer("leader", 4),)) for i in range(12)]
-    return squad_features(examples, wordpiece, max_seq_length=24, doc_stride=8,
+    return squad_windows(examples, wordpiece, max_seq_length=24, doc_stride=8,
                           max_query_length=6, is_training=True)
 
 
@@ -320,7 +320,7 @@ def test_dataset_batches_follow_the_contract(many_features):
 
 
 def test_dataset_without_training_labels_has_no_label_keys(wordpiece):
-    features = squad_features([SquadExample("q", "What?", "list", is_impossible=True)], wordpiece,
+    features = squad_windows([SquadExample("q", "What?", "list", is_impossible=True)], wordpiece,
                               max_seq_length=8, max_query_length=2)
     assert sorted(next(iter(squad_dataset(features)))) == [
         "example_index", "feature_index", "padding_mask", "segment_ids", "token_ids"]

@@ -160,10 +160,10 @@ def test_export_to_ram_refuses_a_full_folder_and_leaves_nothing_when_it_fails(mo
         export(encoder, f"{root}/taken", formats=("onnx",), max_seq_length=16)
     assert file_system.read_text(f"{root}/taken/keep.txt") == "keep me"
 
-    def fail(build):
+    def fail(verifier):
         raise ExportError("model.onnx: refused for this test")
 
-    monkeypatch.setattr(exporter._Build, "verify", fail)
+    monkeypatch.setattr(exporter._ArtifactVerifier, "verify", fail)
     with pytest.raises(ExportError, match="refused for this test"):
         export(encoder, f"{root}/new", formats=("onnx",), max_seq_length=16)
     assert file_system.listdir(root) == ["taken"]

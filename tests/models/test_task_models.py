@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import kerasbert
 from kerasbert.convert import encoder_config_from_hf
-from kerasbert.models import TASKS, TaskModel, build_task_model
+from kerasbert.models import TASK_MODEL_KINDS, TaskModel, build_task_model
 from kerasbert.training.distribute import get_strategy
 from tests.helpers import TINY_CONFIGS, hf_config, random_inputs, save_hf_model
 
@@ -56,7 +56,7 @@ def assert_outputs_equal(a, b, atol=0.0):
         np.testing.assert_allclose(np.asarray(a[key]), np.asarray(b[key]), rtol=0, atol=atol)
 
 
-@pytest.fixture(params=[(family, task) for family in FAMILIES for task in TASKS],
+@pytest.fixture(params=[(family, task) for family in FAMILIES for task in TASK_MODEL_KINDS],
                 ids=lambda case: "-".join(case))
 def case(request):
     return request.param
@@ -100,7 +100,7 @@ def test_keras_file_and_config_round_trip(case, tmp_path):
     assert_outputs_equal(model(inputs), clone(inputs))
 
 
-@pytest.mark.parametrize("family,task", [("bert", task) for task in TASKS] + [
+@pytest.mark.parametrize("family,task", [("bert", task) for task in TASK_MODEL_KINDS] + [
     ("roberta", "sequence_classification"), ("electra", "sequence_classification"),
     ("albert", "multiple_choice"), ("electra", "multiple_choice"),
     ("distilbert", "sequence_classification")])
@@ -119,7 +119,7 @@ def test_fit_on_task_batches_lowers_the_loss(family, task):
     assert sorted(predictions) == sorted(model.output)
 
 
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", TASK_MODEL_KINDS)
 def test_jit_compile_matches_eager(task):
     """`inference_function`: XLA, every input axis free (two shapes through one trace)."""
     model = build("albert", task)
@@ -129,7 +129,7 @@ def test_jit_compile_matches_eager(task):
         assert_outputs_equal(compiled(inputs), model(inputs), atol=1e-5)
 
 
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", TASK_MODEL_KINDS)
 def test_mixed_precision_gives_float32_outputs_close_to_float32(task):
     reference = build("roberta", task)
     encoder = kerasbert.models.build_encoder(reference.encoder.config, dtype="mixed_float16")
@@ -141,7 +141,7 @@ def test_mixed_precision_gives_float32_outputs_close_to_float32(task):
     assert_outputs_equal(outputs, reference(inputs), atol=0.05)
 
 
-@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("task", TASK_MODEL_KINDS)
 def test_a_mirrored_training_step_equals_one_device(task):
     devices = [device.name for device in tf.config.list_logical_devices("CPU")[:2]]
     strategy = get_strategy("mirrored", devices=devices)

@@ -7,7 +7,7 @@ import pytest
 import scipy.stats
 import sklearn.metrics
 
-from kerasbert.data.glue_tasks import TASKS
+from kerasbert.data.glue_tasks import GLUE_TASKS
 from kerasbert.training.glue_metrics import (METRICS, compute_metrics, glue_metrics,
                                              is_degenerate)
 
@@ -80,7 +80,7 @@ def test_correlations_equal_scipy(seed):
 
 
 def test_every_task_reports_exactly_its_metrics():
-    for name, task in TASKS.items():
+    for name, task in GLUE_TASKS.items():
         if task.is_regression:
             labels, predictions = random_scores(0, 20)
         else:

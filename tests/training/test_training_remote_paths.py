@@ -22,9 +22,9 @@ import tensorflow as tf
 
 from kerasbert import file_system
 from kerasbert.data import demo
-from kerasbert.main_job import runner
-from kerasbert.main_job.curves import draw_curves
-from kerasbert.main_job.stages import Stage
+from kerasbert.demo_pipeline import runner
+from kerasbert.demo_pipeline.curves import draw_curves
+from kerasbert.demo_pipeline.stages import Stage
 from kerasbert.training.finetune import run_outputs
 from kerasbert.training.loop import train
 from kerasbert.training.run_record import TRAINING_OUTPUTS, RunRecord, RunRecordError, matching

@@ -216,7 +216,7 @@ def describe_labels(model_or_labels, shown=6):
 
 def check_teacher(teacher, task, labels, source, task_name="the task"):
     """A `ValueError` naming `source` (the teacher's path) and `task_name` unless `teacher` is
-    a `task` (`kerasbert.models.TASKS`) model whose label names are `labels` in id order
+    a `task` (`kerasbert.models.TASK_MODEL_KINDS`) model whose label names are `labels` in id order
     (None: span and choice tasks, and regression).
 
     >>> import kerasbert

@@ -15,9 +15,10 @@ import time
 from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
 from kerasbert.data import demo
+from kerasbert.demo_pipeline.curves import ARMS, draw_curves
+from kerasbert.demo_pipeline.stages import (AGREEMENT_COUNT, AGREEMENT_FILE, FULL, QUICK,
+                                            SENTENCE_COUNT, SENTENCES_FILE, Settings, plan)
 from kerasbert.json_files import read_json_file
-from kerasbert.main_job import stages as stages_module
-from kerasbert.main_job.curves import ARMS, draw_curves
 
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
@@ -62,9 +63,9 @@ def start_run(run_dir, quick):
     """Record a run's settings and write the texts its export and last stage read (once)."""
     if file_system.isfile(file_system.join(run_dir, RUN_FILE)):
         return
-    settings = stages_module.QUICK if quick else stages_module.FULL
-    texts = ((stages_module.SENTENCES_FILE, "test", stages_module.SENTENCE_COUNT),
-             (stages_module.AGREEMENT_FILE, "dev", stages_module.AGREEMENT_COUNT))
+    settings = QUICK if quick else FULL
+    texts = ((SENTENCES_FILE, "test", SENTENCE_COUNT),
+             (AGREEMENT_FILE, "dev", AGREEMENT_COUNT))
     for name, split, count in texts:
         write_atomically(file_system.join(run_dir, name),
                          "".join(text + "\n" for _, text in glosses(split, count)))
@@ -77,13 +78,13 @@ def read_run(run_dir):
 
     >>> import tempfile
     >>> run_dir = tempfile.mkdtemp(); start_run(run_dir, quick=True)
-    >>> read_run(run_dir) == (True, stages_module.QUICK)
+    >>> read_run(run_dir) == (True, QUICK)
     True
     """
     path = file_system.join(run_dir, RUN_FILE)
     try:
         recorded = read_json_file(path, "a main-job run record")
-        return bool(recorded["quick"]), stages_module.Settings(**recorded["settings"])
+        return bool(recorded["quick"]), Settings(**recorded["settings"])
     except (ValueError, KeyError, TypeError) as error:
         raise StageError(f"{path} is not a main-job run record ({type(error).__name__}: "
                          f"{error}); start a new run in another --run_dir") from None
@@ -114,10 +115,10 @@ def run_main_job(runs_dir="runs", quick=False, run_dir=None, out=print):
     out(f"{'Continuing' if continuing else 'Starting'} {'a quick' if quick else 'a'} run in "
         f"{run_dir}")
     started = time.time()
-    plan = stages_module.plan(run_dir, settings)
+    stages = plan(run_dir, settings)
     results = []
-    for number, stage in enumerate(plan, start=1):
-        out(f"\n[{number}/{len(plan)}] {stage.title}  ({stage.script})")
+    for number, stage in enumerate(stages, start=1):
+        out(f"\n[{number}/{len(stages)}] {stage.title}  ({stage.script})")
         result = run_stage(stage, run_dir)
         out(f"  {stage.name}: {result['metric']} ({result['seconds']:.0f} s"
             f"{', done before' if result.get('reused') else ''}) -> {result['artifact']}")

@@ -1,14 +1,11 @@
 """The main job's `curves.png`: the pretraining loss and accuracies, and both fine-tuning arms'
 training loss and dev accuracy, read from the TensorBoard logs the binaries wrote."""
 
-import matplotlib
+import tensorflow as tf
+from matplotlib.figure import Figure  # a figure of its own writes files with no backend chosen
 
-matplotlib.use("Agg")  # files only, no display
-import matplotlib.pyplot as plt  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from kerasbert import file_system  # noqa: E402
-from kerasbert.atomic_files import atomic_path  # noqa: E402
+from kerasbert import file_system
+from kerasbert.atomic_files import atomic_path
 
 ARMS = ("pretrained", "from_scratch")
 
@@ -40,8 +37,8 @@ def draw_curves(run_dir, path):
     finetuning = {arm: (read_scalars(file_system.join(run_dir, f"finetune_{arm}", "train")),
                         read_scalars(file_system.join(run_dir, f"finetune_{arm}", "eval")))
                   for arm in ARMS}
-    figure, (loss_axis, accuracy_axis, finetune_axis, dev_axis) = plt.subplots(
-        1, 4, figsize=(18, 4), constrained_layout=True)
+    figure = Figure(figsize=(18, 4), constrained_layout=True)
+    loss_axis, accuracy_axis, finetune_axis, dev_axis = figure.subplots(1, 4)
     _plot(loss_axis, pretraining, ("loss", "mlm_logits_loss", "nsp_logits_loss"),
           "pretraining loss")
     _plot(accuracy_axis, pretraining, ("mlm_logits_accuracy", "nsp_logits_accuracy"),
@@ -53,7 +50,6 @@ def draw_curves(run_dir, path):
               marker="o")
     with atomic_path(path) as temporary:
         figure.savefig(temporary, dpi=90)
-    plt.close(figure)
     return path
 
 

@@ -14,7 +14,7 @@ import tensorflow as tf
 from kerasbert import file_system
 from kerasbert.data import demo
 from kerasbert.json_files import read_json_file
-from kerasbert.main_job.curves import read_scalars
+from kerasbert.demo_pipeline.curves import read_scalars
 
 TASK = "wordnet_gloss"
 # A few held-out test glosses, classified by the exported raw-text TFLite file and SavedModel.
