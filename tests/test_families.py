@@ -11,7 +11,7 @@ import pytest
 
 from kerasbert import EncoderConfig, families, zoo
 from kerasbert.families.model_traits import ModelTraits, TokenizerTraits
-from kerasbert.models import HEADS, TASKS
+from kerasbert.models import HEADS, TASK_MODEL_KINDS
 from kerasbert.zoo.presets import PRESETS
 
 TOKENIZER_KINDS = ("wordpiece", "byte_pair", "sentence_piece")
@@ -73,7 +73,7 @@ def test_head_traits_name_known_heads(family):
     assert model.pretraining_heads and set(model.pretraining_heads) <= set(HEADS)
     assert model.has_pooler_by_default <= model.may_have_pooler
     assert set(model.summary_heads) == {"sequence_classification", "multiple_choice"}
-    assert set(model.summary_heads) <= set(TASKS)
+    assert set(model.summary_heads) <= set(TASK_MODEL_KINDS)
     for head in model.summary_heads.values():
         assert head.source in ("pooled_output", "first_token")
         assert not head.reads_pooler or model.may_have_pooler

@@ -259,7 +259,7 @@ if not os.path.exists(marker):
 """
 
 
-def test_main_job_run_folder_on_ram(ram_folder, tmp_path, monkeypatch):
+def test_demo_pipeline_run_folder_on_ram(ram_folder, tmp_path, monkeypatch):
     """The main job's run folder on a remote file system: found again to continue, a stage run
     from its flagfile there (failing once, then continued), its log appended to, its curves
     drawn from the logs there. (The whole job cannot run on ram://: each stage is a process of
