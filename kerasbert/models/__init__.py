@@ -9,10 +9,13 @@ from kerasbert.models.inference import inference_function
 from kerasbert.models.pretraining import (FAMILY_HEADS, HEADS, PretrainingModel,
                                           build_pretraining_model)
 from kerasbert.models.tasks import IGNORED_LABEL, TASK_MODEL_KINDS, TaskModel, build_task_model
+# A compiled model's .keras file (kerasbert-finetune's model.keras) names kerasbert's optimizer and
+# learning-rate schedule: importing the models registers those too, so that
+# keras.models.load_model needs no custom objects.
+from kerasbert.training import optimizers as _registers_the_optimizers  # noqa: F401
 
 __all__ = ["ElectraPretrainer", "Encoder", "FAMILY_HEADS", "HEADS", "INPUT_NAMES",
            "IGNORED_LABEL", "InputDtypeError", "LayerCombination", "PretrainingModel",
-           "TASK_MODEL_KINDS",
-           "TaskModel", "WordPooling", "build_encoder", "build_pretraining_model",
+           "TASK_MODEL_KINDS", "TaskModel", "WordPooling", "build_encoder", "build_pretraining_model",
            "build_task_model", "extract_features", "feature_extractor", "generator_config",
            "inference_function"]

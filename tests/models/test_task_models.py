@@ -1,5 +1,9 @@
 """Fine-tuning models: one battery over every family x task, plus the losses `transformers` uses."""
 
+import os
+import subprocess
+import sys
+
 import keras
 import numpy as np
 import pytest
@@ -98,6 +102,24 @@ def test_keras_file_and_config_round_trip(case, tmp_path):
     assert clone.get_config()["id2label"] == model.get_config()["id2label"]
     clone.set_weights(model.get_weights())
     assert_outputs_equal(model(inputs), clone(inputs))
+
+
+def test_a_compiled_model_reloads_in_a_process_that_imports_only_the_models(tmp_path):
+    """kerasbert-finetune saves its model compiled: the file names kerasbert's AdamW and
+    WarmupDecay, which `import kerasbert.models` must register (kerasbert's names load lazily)."""
+    from kerasbert.training import create_optimizer
+
+    model = build("bert", "sequence_classification")
+    model.compile(optimizer=create_optimizer("adamw", 1e-3, num_train_steps=10),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.save(tmp_path / "model.keras")
+    reload = ("import keras, kerasbert.models; "
+              f"model = keras.models.load_model({str(tmp_path / 'model.keras')!r}); "
+              "print(type(model.optimizer).__name__, type(model.optimizer._learning_rate).__name__)")
+    result = subprocess.run([sys.executable, "-c", reload], capture_output=True, text=True,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["AdamW", "WarmupDecay"]
 
 
 @pytest.mark.parametrize("family,task", [("bert", task) for task in TASK_MODEL_KINDS] + [
