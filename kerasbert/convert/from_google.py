@@ -5,7 +5,7 @@ import os
 
 import tensorflow as tf
 
-from kerasbert import file_system
+from kerasbert import families, file_system
 from kerasbert.convert.google_config import (GoogleCheckpointError, electra_generator_config,
                                              encoder_config_from_google, read_google_config)
 from kerasbert.convert.google_names import (encoder_name_map, google_families, google_tables,
@@ -13,7 +13,7 @@ from kerasbert.convert.google_names import (encoder_name_map, google_families, g
                                             query_kernel_name)
 from kerasbert.convert.weights import assign_weights
 from kerasbert.models.encoder import build_encoder
-from kerasbert.models.pretraining import FAMILY_HEADS, PretrainingModel
+from kerasbert.models.pretraining import PretrainingModel
 
 # Config files looked for beside a checkpoint prefix when none is given, in this order.
 CONFIG_FILE_NAMES = ("bert_config.json", "albert_config.json", "config.json")
@@ -118,7 +118,7 @@ def from_google(checkpoint_prefix, config_json=None, encoder_only=False, family=
 
     config = encoder_config_from_google(values, family, source=config_path)
     scope = embeddings_scope = tables.scope
-    model_heads = FAMILY_HEADS[family]
+    model_heads = families.get(family).model.pretraining_heads
     if electra_model == "generator":
         scope, model_heads = tables.generator_scope, ("mlm",)
         if _has_scope(shapes, f"{scope}/embeddings"):
