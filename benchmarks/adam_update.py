@@ -12,6 +12,7 @@ Run from the repository root:
 
     python benchmarks/adam_update.py                     # BERT-base, ~1 minute
     python benchmarks/adam_update.py --preset bert_mini_uncased --steps 5
+    python benchmarks/adam_update.py --smoke             # 2 layers, hidden 32, 1 step: runs?
 """
 
 import argparse
@@ -24,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 import kerasbert
-from reporting import format_table
+from reporting import SMOKE_HELP, SMOKE_SHAPE, format_table, smoke_banner
 
 
 def median_update_seconds(optimizer, variables, gradients, warmup, steps):
@@ -49,14 +50,20 @@ def main():
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     arguments = parser.parse_args()
+    overrides = {}
+    if arguments.smoke:
+        print(smoke_banner())
+        arguments.warmup, arguments.steps, overrides = 1, 1, SMOKE_SHAPE
     keras.utils.set_random_seed(0)
-    encoder = kerasbert.zoo.build(arguments.preset)
+    encoder = kerasbert.zoo.build(arguments.preset, **overrides)
     rng = np.random.default_rng(0)
     gradients = [tf.constant(rng.normal(0, 1e-3, variable.shape).astype("float32"))
                  for variable in encoder.trainable_variables]
     weights = sum(int(np.prod(variable.shape)) for variable in encoder.trainable_variables)
-    print(f"{arguments.preset} encoder: {weights:,} weights in "
+    shape = "".join(f", {name}={value}" for name, value in overrides.items())
+    print(f"{arguments.preset}{shape} encoder: {weights:,} weights in "
           f"{len(encoder.trainable_variables)} variables; TensorFlow {tf.__version__}, Keras "
           f"{keras.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     rows, results = [], {}

@@ -30,6 +30,7 @@ Run from the repository root:
 
     python benchmarks/data_service.py                     # 200 batches of 32 x 128
     python benchmarks/data_service.py --batches 50        # quicker
+    python benchmarks/data_service.py --smoke             # 1 worker, 2 tiny batches: runs?
 """
 
 import argparse
@@ -50,7 +51,7 @@ from kerasbert.data.pretraining import PretrainingDataConfig, pretraining_datase
 from kerasbert.data.service import (PARALLEL_EPOCHS, distribute, free_port,  # noqa: E402
                                     freshly_seeded)
 
-from reporting import format_table  # noqa: E402
+from reporting import SMOKE_HELP, format_table, smoke_banner  # noqa: E402
 
 ACCELERATOR_SEQUENCES_PER_SECOND = (1_000, 4_000, 16_000, 64_000)
 
@@ -95,7 +96,14 @@ def main():
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--max_predictions", type=int, default=20)
+    parser.add_argument("--smoke", action="store_true",
+                        help=SMOKE_HELP + " (the service with 1 worker only)")
     arguments = parser.parse_args()
+    worker_counts = (1, 2)
+    if arguments.smoke:
+        print(smoke_banner())
+        arguments.batches, arguments.warmup, arguments.batch_size = 2, 1, 4
+        arguments.seq_length, arguments.max_predictions, worker_counts = 32, 4, (1,)
     tokenizer = kerasbert.zoo.build_tokenizer("bert_base_uncased",
                                               demo.vocabulary_dir("wordpiece"))
     corpus = demo.pretraining_corpus_files()
@@ -111,7 +119,7 @@ def main():
     work_dir = tempfile.mkdtemp(prefix="kerasbert-data-service-")
     processes = []
     try:
-        for workers in (1, 2):
+        for workers in worker_counts:
             port = free_port()
             progress(f"service, {workers} worker(s) ...")
             processes.append(service_process(["--mode=dispatcher", f"--port={port}",

@@ -41,8 +41,13 @@ one-line error is printed above), never on a missed figure.
 Run from the repository root, on an otherwise idle machine:
 
     python benchmarks/distillation.py                    # BERT-base: ~25 min on 2 busy cores
-    python benchmarks/distillation.py --num_layers 2 --rounds 2 --calls 3   # smoke run
+    python benchmarks/distillation.py --num_layers 2 --rounds 2 --calls 3   # a short run
     python benchmarks/distillation.py --batch_size 8 --seq_length 256 --quantize none
+    python benchmarks/distillation.py --smoke            # 2 layers, hidden 32: runs?
+
+`--smoke` shrinks the teacher and DistilBERT to 2 layers of hidden size 32 (students: 1 layer),
+exports each model once (float32 TFLite and ONNX in one `kerasbert-export` call), checks on 10
+texts and times 1 call per runtime at batch 1 x 32.
 """
 
 import argparse
@@ -73,7 +78,7 @@ from kerasbert.training.distillation import student_task_model  # noqa: E402
 from export_latency import (ONNX, THREADS, TFLITE_FILES, TFLITE_ROWS,  # noqa: E402
                             interleaved_latency, onnx_runtime, path_size, report_summary,
                             tflite_runtime)
-from reporting import check_line, format_table  # noqa: E402
+from reporting import SMOKE_HELP, SMOKE_SHAPE, check_line, format_table, smoke_banner  # noqa: E402
 
 SEED, NUM_LABELS, TASK = 0, 2, "sequence_classification"
 ONNX_FILE = "model.onnx"
@@ -88,14 +93,16 @@ def build_models(args, work_dir):
     """Build the three classifiers, save each as `.keras` in `work_dir` and return
     `{role: facts}` (description, layers, parameters, `.keras` path); the models are freed."""
     keras.utils.set_random_seed(SEED)
-    teacher_config = kerasbert.zoo.get_config(args.teacher, **(
+    shape = {name: value for name, value in SMOKE_SHAPE.items()
+             if name != "num_layers"} if args.smoke else {}
+    teacher_config = kerasbert.zoo.get_config(args.teacher, **shape, **(
         {"num_layers": args.num_layers} if args.num_layers else {}))
     student_layers = args.student_layers or max(1, teacher_config.num_layers // 2)
     teacher = kerasbert.models.build_task_model(teacher_config, TASK, num_labels=NUM_LABELS)
     models = {
         TEACHER: (teacher, f"{args.teacher}, {teacher_config.num_layers} layers"),
         DISTILBERT: (kerasbert.models.build_task_model(
-            kerasbert.zoo.get_config(args.distilbert, num_layers=student_layers), TASK,
+            kerasbert.zoo.get_config(args.distilbert, num_layers=student_layers, **shape), TASK,
             num_labels=NUM_LABELS), f"{args.distilbert}, {student_layers} layers"),
         STUDENT: (student_task_model(teacher, num_layers=student_layers),
                   f"{args.teacher}, {student_layers} layers (student_task_model)"),
@@ -144,13 +151,13 @@ def export_all(facts, args, work_dir):
         file.write("\n".join(read_texts(count=args.agreement_texts)) + "\n")
     for role, model in facts.items():
         model["artifacts"], model["export_seconds"], reports = {}, {}, []
-        for formats in (("tflite",), ("onnx",)):
-            output_dir = os.path.join(work_dir, role, formats[0])
+        for formats in args.export_calls:
+            output_dir = os.path.join(work_dir, role, "+".join(formats))
             print(f"Exporting the {role} ({model['description']}): {', '.join(formats)} ...",
                   file=sys.stderr, flush=True)
             seconds, error = export_in_child(model["path"], output_dir, formats, args.quantize,
                                              args.seq_length, calibration_file)
-            model["export_seconds"][formats[0]] = seconds
+            model["export_seconds"]["+".join(formats)] = seconds
             if error is not None:
                 print(f"Export of the {role} ({model['description']}) to {', '.join(formats)} "
                       f"failed after {seconds:.0f} s: {error}")
@@ -158,11 +165,11 @@ def export_all(facts, args, work_dir):
             with open(os.path.join(output_dir, kerasbert.export.REPORT_FILE),
                       encoding="utf-8") as file:
                 reports.append(json.load(file))
-            if formats[0] == "tflite":
+            if "tflite" in formats:
                 for quantization in args.quantize:
                     model["artifacts"][TFLITE_ROWS[quantization]] = os.path.join(
                         output_dir, TFLITE_FILES[quantization])
-            else:
+            if "onnx" in formats:
                 model["artifacts"][ONNX] = os.path.join(output_dir, ONNX_FILE)
         model["sizes"] = {row: path_size(path) for row, path in model["artifacts"].items()}
         model["report"] = {"artifacts": {name: entry for report in reports
@@ -285,7 +292,16 @@ def main():
     parser.add_argument("--keep_dir", action="store_true",
                         help="keep the .keras files and exports (path printed)")
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP + " (module docstring)")
     args = parser.parse_args()
+    # One kerasbert-export call per format: tf2onnx's conversion of BERT-base alone peaks at
+    # ~16.5 GB; a smoke run's tiny models take one call.
+    args.export_calls = (("tflite",), ("onnx",))
+    if args.smoke:
+        print(smoke_banner())
+        args.num_layers, args.student_layers, args.quantize = SMOKE_SHAPE["num_layers"], 1, ["none"]
+        args.seq_length, args.agreement_texts, args.export_calls = 32, 10, (("tflite", "onnx"),)
+        args.warmup, args.rounds, args.calls = 1, 1, 1
     if min(args.rounds, args.calls, args.warmup, args.batch_size) < 1:
         parser.error("--rounds, --calls, --warmup and --batch_size must be at least 1")
     if args.num_layers is not None and args.num_layers < 1 or (

@@ -20,7 +20,8 @@ the two targets checked at batch 1, sequence 128.
 Run from the repository root:
 
     python benchmarks/encoder_latency.py                 # batch 1 and 8, seq 128 and 512
-    python benchmarks/encoder_latency.py --quick         # smoke run: batch 1, seq 128, 2 repeats
+    python benchmarks/encoder_latency.py --quick         # batch 1, seq 128, 2 repeats
+    python benchmarks/encoder_latency.py --smoke         # as --quick, 2 layers, hidden 32: runs?
     python benchmarks/encoder_latency.py --markdown      # the table as Markdown
     python benchmarks/encoder_latency.py --batch_sizes 1 --seq_lengths 128 256 --repeats 20
 """
@@ -44,10 +45,11 @@ import transformers  # noqa: E402
 
 import kerasbert  # noqa: E402
 
-from reporting import check_line, format_table  # noqa: E402
+from reporting import SMOKE_HELP, SMOKE_SHAPE, check_line, format_table, smoke_banner  # noqa: E402
 
 PRESET = "bert_base_uncased"
-VOCAB, LAYERS, HEADS, HIDDEN, INTERMEDIATE, MAX_LENGTH = 30522, 12, 12, 768, 3072, 512
+VOCAB, MAX_LENGTH = 30522, 512
+BERT_BASE = {"num_layers": 12, "hidden_size": 768, "num_heads": 12, "intermediate_size": 3072}
 WARMUP = 2
 OURS, KERAS_HUB_XLA, PYTORCH = "kerasbert", "keras-hub XLA", "PyTorch eager"
 COLUMNS = (OURS, "kerasbert no-XLA", "keras-hub plain", KERAS_HUB_XLA, PYTORCH)
@@ -90,8 +92,8 @@ def tf_runner(function):
     return lambda inputs: function(inputs)["sequence_output"].numpy()
 
 
-def kerasbert_family():
-    encoder = kerasbert.zoo.build(PRESET)
+def kerasbert_family(shape):
+    encoder = kerasbert.zoo.build(PRESET, **shape)
     infer = kerasbert.models.inference_function
     note = "kerasbert: inference_function(encoder), XLA by default; no-XLA: jit_compile=False"
     return to_tf, {
@@ -100,10 +102,11 @@ def kerasbert_family():
     }, note
 
 
-def keras_hub_family():
+def keras_hub_family(shape):
     backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=VOCAB, num_layers=LAYERS, num_heads=HEADS, hidden_dim=HIDDEN,
-        intermediate_dim=INTERMEDIATE, max_sequence_length=MAX_LENGTH)
+        vocabulary_size=VOCAB, num_layers=shape["num_layers"], num_heads=shape["num_heads"],
+        hidden_dim=shape["hidden_size"], intermediate_dim=shape["intermediate_size"],
+        max_sequence_length=MAX_LENGTH)
 
     def call(inputs):
         return backbone(inputs, training=False)
@@ -115,11 +118,12 @@ def keras_hub_family():
     }, note
 
 
-def pytorch_family():
+def pytorch_family(shape):
     torch.set_num_threads(os.cpu_count())
     config = transformers.BertConfig(
-        vocab_size=VOCAB, num_hidden_layers=LAYERS, num_attention_heads=HEADS, hidden_size=HIDDEN,
-        intermediate_size=INTERMEDIATE, max_position_embeddings=MAX_LENGTH)
+        vocab_size=VOCAB, num_hidden_layers=shape["num_layers"],
+        num_attention_heads=shape["num_heads"], hidden_size=shape["hidden_size"],
+        intermediate_size=shape["intermediate_size"], max_position_embeddings=MAX_LENGTH)
     model = transformers.BertModel(config).eval()
     note = (f"PyTorch: transformers BertModel, eager, torch.inference_mode(), torch threads = "
             f"os.cpu_count() = {torch.get_num_threads()}, attention implementation "
@@ -132,14 +136,15 @@ def pytorch_family():
     return to_torch, {PYTORCH: run}, note
 
 
-def measure(shapes, repeats):
+def measure(shapes, repeats, model_shape):
     """Seconds per call, `{(batch, seq): {column: seconds}}`, and one note per model family.
 
-    Builds one model family at a time and frees it before the next.
+    Builds one model family at a time (of `model_shape`: layers, hidden size, heads and
+    intermediate size) and frees it before the next.
     """
     results, notes = {shape: {} for shape in shapes}, []
     for family in (kerasbert_family, keras_hub_family, pytorch_family):
-        convert, runners, note = family()
+        convert, runners, note = family(model_shape)
         notes.append(note)
         for batch, seq in shapes:
             inputs = convert(*random_inputs(batch, seq))
@@ -158,16 +163,21 @@ def main():
     parser.add_argument("--seq_lengths", type=int, nargs="+", default=[128, 512])
     parser.add_argument("--repeats", type=int,
                         help="timed calls per shape (default: 10, or 3 when batch x seq >= 4096)")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: batch 1, seq 128, 2 repeats")
+    parser.add_argument("--quick", action="store_true", help="batch 1, seq 128, 2 repeats")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--smoke", action="store_true",
+                        help=SMOKE_HELP + " (--quick with 2 layers, hidden 32)")
     args = parser.parse_args()
+    model_shape, model_name = BERT_BASE, "BERT-base"
+    if args.smoke:
+        print(smoke_banner())
+        model_shape, model_name, args.quick = SMOKE_SHAPE, "SMOKE-SIZED BERT", True
     if args.quick:
         args.batch_sizes, args.seq_lengths, args.repeats = [1], [128], 2
 
     shapes = [(batch, seq) for batch in args.batch_sizes for seq in args.seq_lengths]
     repeats = {shape: args.repeats or default_repeats(*shape) for shape in shapes}
-    results, notes = measure(shapes, repeats)
+    results, notes = measure(shapes, repeats, model_shape)
 
     header = ["batch x seq", "repeats", *(f"{name} (s)" for name in COLUMNS),
               "keras-hub XLA / ours", "PyTorch / ours"]
@@ -176,8 +186,9 @@ def main():
              f"{times[KERAS_HUB_XLA] / times[OURS]:.2f}x", f"{times[PYTORCH] / times[OURS]:.2f}x"]
             for (batch, seq), times in results.items()]
 
-    print(f"BERT-base ({PRESET}, random weights), CPU, {os.cpu_count()} cores; median seconds per "
-          f"call after {WARMUP} warm-up calls, sequence output copied to host.")
+    print(f"{model_name} ({PRESET}, {model_shape}, random weights), CPU, {os.cpu_count()} "
+          f"cores; median seconds per call after {WARMUP} warm-up calls, sequence output copied "
+          "to host.")
     print(f"tensorflow {tf.__version__}, keras {keras.__version__}, keras-hub "
           f"{keras_hub.__version__}, kerasbert {kerasbert.__version__}, torch {torch.__version__}, "
           f"transformers {transformers.__version__}.")

@@ -27,8 +27,11 @@ Each run is pinned to one core with `taskset -c 0`, so instances/s is per core;
 `--cores all` runs kerasbert unpinned and divides its rate by the number of
 cores. Seconds are wall clock around the subprocess, start-up included.
 Instances are counted by reading the output TFRecord files back (neither tool's
-own summary is trusted). Each tool is also run on a tiny start-up probe (the
-first documents of the corpus); the "w/o start-up" rate is
+own summary is trusted): for kerasbert, the shards its manifest
+(`<output_file>.manifest.json`, `kerasbert.data.manifest`) lists, once it says the
+data set is complete; for Model Garden, every file it wrote. Each tool is also
+run on a tiny start-up probe (the first documents of the corpus); the "w/o
+start-up" rate is
 (instances - probe instances) / (seconds - probe seconds).
 
 Targets: kerasbert at least 20x Model Garden and at least 2,000 instances/s
@@ -38,9 +41,14 @@ never on a missed target.
 Run from the repository root:
 
     python benchmarks/pretraining_data.py                       # 50 MB; Model Garden on 5 MB
-    python benchmarks/pretraining_data.py --corpus_mb 2 --reference_mb 1   # smoke run
+    python benchmarks/pretraining_data.py --corpus_mb 2 --reference_mb 1   # a short run
     python benchmarks/pretraining_data.py --cores all           # kerasbert on all cores
     python benchmarks/pretraining_data.py --tools model_garden  # the reference alone
+    python benchmarks/pretraining_data.py --smoke   # ~60 KB, kerasbert only: runs?
+
+`--smoke` runs kerasbert's binary, unpinned, on a corpus cut to its first ~30 KB; it neither
+installs nor runs Model Garden: its rows repeat kerasbert's runs on the same inputs, so that the
+ratio and target lines print (they mean nothing there).
 """
 
 import argparse
@@ -60,8 +68,9 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from kerasbert.data import demo  # noqa: E402
+from kerasbert.data.manifest import manifest_path, read_manifest  # noqa: E402
 
-from reporting import check_line, format_table  # noqa: E402
+from reporting import SMOKE_HELP, check_line, format_table, smoke_banner  # noqa: E402
 
 MB = 10**6
 SEQ_LENGTH = 128
@@ -80,6 +89,7 @@ OURS_MODULE = "kerasbert.cli.create_pretraining_data"
 MODEL_GARDEN_MODULE = "official.nlp.data.create_pretraining_data"
 MODEL_GARDEN_PACKAGE = "tf-models-official"
 PROBE_BYTES = 20_000
+SMOKE_TEXT_BYTES, SMOKE_PROBE_BYTES, SMOKE_CORPUS_MB, SMOKE_REFERENCE_MB = 30_000, 5_000, 0.06, 0.02
 TARGET_RATIO, TARGET_RATE_PER_CORE = 20.0, 2000.0
 READY_MARKER = "benchmark-ready"
 
@@ -88,13 +98,17 @@ def progress(message):
     print(message, file=sys.stderr, flush=True)
 
 
-def shipped_corpus_text():
-    """The shipped corpus shards as one text: documents separated by one blank line."""
+def shipped_corpus_text(max_bytes=None):
+    """The shipped corpus shards as one text: documents separated by one blank line; with
+    `max_bytes`, cut at the first document end past that many characters."""
     shards = []
     for path in demo.pretraining_corpus_files():
         with gzip.open(path, "rt", encoding="utf-8") as reader:
             shards.append(reader.read().strip("\n"))
-    return "\n\n".join(shards) + "\n"
+    text = "\n\n".join(shards) + "\n"
+    if max_bytes is not None and text.find("\n\n", max_bytes) >= 0:
+        text = text[:text.find("\n\n", max_bytes) + 1]
+    return text
 
 
 def write_text(path, text):
@@ -192,22 +206,35 @@ def count_records(paths):
     return count
 
 
+def output_shards(output_file):
+    """The record files a run wrote for `output_file`: the shards the manifest beside it lists
+    (kerasbert's binary writes one, as `kerasbert.data.manifest` describes, beside an intent
+    while it works), or, without a manifest, every file in its folder (Model Garden's)."""
+    directory = os.path.dirname(output_file)
+    if os.path.exists(manifest_path(output_file)):
+        manifest = read_manifest(manifest_path(output_file))
+        if not manifest["complete"]:
+            raise SystemExit(f"{manifest_path(output_file)} says the data set is not complete")
+        return [os.path.join(directory, shard["path"]) for shard in manifest["shards"]]
+    return sorted(path for path in glob.glob(os.path.join(directory, "*")) if os.path.isfile(path))
+
+
 def timed_run(make_command, run_directory, pinned):
     """Runs `make_command(output_file)` writing into `run_directory/output`.
 
-    Returns (seconds, instances counted in every file the tool wrote there).
+    Returns (seconds, instances counted in the record files it wrote there: `output_shards`).
     """
     output_directory = os.path.join(run_directory, "output")
     shutil.rmtree(output_directory, ignore_errors=True)
     os.makedirs(output_directory)
-    command = make_command(os.path.join(output_directory, "instances.tfrecord"))
+    output_file = os.path.join(output_directory, "instances.tfrecord")
+    command = make_command(output_file)
     if pinned:
         command = ["taskset", "-c", "0", *command]
     start = time.perf_counter()
     run_logged(command, os.path.join(run_directory, "log.txt"), command[command.index("-m") + 1])
     seconds = time.perf_counter() - start
-    outputs = sorted(path for path in glob.glob(os.path.join(output_directory, "*"))
-                     if os.path.isfile(path))
+    outputs = output_shards(output_file)
     if not outputs:
         raise SystemExit(f"{' '.join(command)} wrote no file into {output_directory}")
     return seconds, count_records(outputs)
@@ -233,15 +260,28 @@ def main():
     parser.add_argument("--tools", nargs="+", choices=list(TOOLS), default=list(TOOLS))
     parser.add_argument("--num_shards", type=int,
                         help="passed to kerasbert as --num_shards (default: its own default)")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP + " (module docstring)")
     args = parser.parse_args()
     if args.corpus_mb <= 0 or args.reference_mb <= 0:
         parser.error(f"--corpus_mb ({args.corpus_mb}) and --reference_mb ({args.reference_mb}) "
                      "must be positive")
+    if not args.smoke:
+        benchmark(args)
+        return
+    print(smoke_banner())
+    args.corpus_mb, args.reference_mb, args.tools = SMOKE_CORPUS_MB, SMOKE_REFERENCE_MB, ["ours"]
+    args.cores = "all"  # unpinned: a smoke run need not wait for a busy core 0
+    with tempfile.TemporaryDirectory(prefix="kerasbert_pretraining_data_smoke_") as work_dir:
+        args.work_dir = work_dir
+        benchmark(args)
 
+
+def benchmark(args):
+    """Build the inputs in `args.work_dir`, run the tools and print the table and ratios."""
     work_dir = os.path.abspath(args.work_dir)
     os.makedirs(work_dir, exist_ok=True)
     vocab_file = os.path.join(demo.vocabulary_dir("wordpiece"), "vocab.txt")
-    text = shipped_corpus_text()
+    text = shipped_corpus_text(SMOKE_TEXT_BYTES if args.smoke else None)
     corpus = build_corpus(os.path.join(work_dir, f"corpus-{args.corpus_mb:g}MB"), text,
                           int(args.corpus_mb * MB))
     inputs = {
@@ -250,7 +290,7 @@ def main():
             os.path.join(work_dir, f"reference-{args.reference_mb:g}MB.txt"), text,
             int(args.reference_mb * MB)),
         "start-up probe": build_prefix(os.path.join(work_dir, "startup-probe.txt"), text,
-                                       PROBE_BYTES),
+                                       SMOKE_PROBE_BYTES if args.smoke else PROBE_BYTES),
     }
 
     cores = os.cpu_count() if args.cores == "all" else 1
@@ -265,7 +305,10 @@ def main():
                        ["start-up probe", "reference subset", "full corpus"])
         notes.append(f"kerasbert: {sys.executable} -m {OURS_MODULE} {' '.join(ours_flags)}, "
                      + ("pinned to core 0" if cores == 1 else f"unpinned on {cores} cores"))
-    if "model_garden" in args.tools:
+    if args.smoke:
+        tools[MODEL_GARDEN] = (None, None, None, 1, ["start-up probe", "reference subset"])
+        notes.append("Model Garden: NOT RUN (--smoke); its rows repeat kerasbert's runs")
+    elif "model_garden" in args.tools:
         python, version = model_garden_environment(os.path.join(work_dir, "model_garden_env"))
         tools[MODEL_GARDEN] = (python, MODEL_GARDEN_MODULE, [], 1,
                                ["start-up probe", "reference subset"])
@@ -275,6 +318,9 @@ def main():
     results = {}
     for name, (python, module, extra_flags, tool_cores, input_names) in tools.items():
         for input_name in input_names:
+            if args.smoke and name == MODEL_GARDEN:
+                results[name, input_name] = results[OURS, input_name]
+                continue
             progress(f"  {name}: {input_name} ({total_bytes(inputs[input_name]) / MB:.2f} MB) ...")
             run_directory = os.path.join(work_dir, "runs", f"{name}-{input_name}".replace(" ", "_"))
             command = tool_command(python, module, inputs[input_name], vocab_file, extra_flags)

@@ -26,6 +26,10 @@ Run from the repository root:
 
     python benchmarks/quantized_agreement.py                     # ~15 minutes on 2 cores
     python benchmarks/quantized_agreement.py --ablation --texts 1024
+    python benchmarks/quantized_agreement.py --smoke     # untrained 2 x 32 BERT, 8 texts: runs?
+
+`--smoke` trains nothing and judges only an untrained tiny BERT pretraining model (2 layers,
+hidden 32) and its encoder, on 8 texts (4 calibration texts).
 """
 
 import argparse
@@ -54,7 +58,7 @@ from kerasbert.export.compare import agreement  # noqa: E402
 from kerasbert.export.signatures import serving_function  # noqa: E402
 from kerasbert.models.tasks import encoder_of  # noqa: E402
 
-from reporting import format_table  # noqa: E402
+from reporting import SMOKE_HELP, SMOKE_SHAPE, format_table, smoke_banner  # noqa: E402
 
 VARIANTS = ("float16", "dynamic_int8", "int8")
 SEQ_LENGTH, MASKED_POSITIONS = 64, 3
@@ -230,17 +234,28 @@ def main():
     parser.add_argument("--ablation", action="store_true",
                         help="also the full-int8 ablation of what stays float")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP + " (module docstring)")
     args = parser.parse_args()
 
     from tests.export.test_quantized_refusal import near_tie_classifier, rewire_one_unit
     tokenizer = kerasbert.tokenizers.from_hf(demo.vocabulary_dir("wordpiece"))
-    pretraining = tiny_bert(args.bert)
-    models = {"tiny BERT (MLM + NSP)": pretraining,
-              "tiny BERT encoder": encoder_of(pretraining),
-              "tiny ELECTRA discriminator": tiny_electra(args.electra, tokenizer),
-              "near-tie classifier (broken)": near_tie_classifier(tokenizer, SEQ_LENGTH),
-              "outlier encoder (broken)": rewire_one_unit(
-                  encoder_of(keras.saving.load_model(args.bert)))}
+    if args.smoke:
+        print(smoke_banner())
+        args.texts, args.calibration_texts = 8, 4
+        keras.utils.set_random_seed(0)
+        pretraining = kerasbert.models.build_pretraining_model(kerasbert.zoo.get_config(
+            "bert_tiny_uncased", vocab_size=tokenizer.vocabulary_size(), max_positions=SEQ_LENGTH,
+            **SMOKE_SHAPE))
+        models = {"untrained 2 x 32 BERT (MLM + NSP)": pretraining,
+                  "untrained 2 x 32 BERT encoder": encoder_of(pretraining)}
+    else:
+        pretraining = tiny_bert(args.bert)
+        models = {"tiny BERT (MLM + NSP)": pretraining,
+                  "tiny BERT encoder": encoder_of(pretraining),
+                  "tiny ELECTRA discriminator": tiny_electra(args.electra, tokenizer),
+                  "near-tie classifier (broken)": near_tie_classifier(tokenizer, SEQ_LENGTH),
+                  "outlier encoder (broken)": rewire_one_unit(
+                      encoder_of(keras.saving.load_model(args.bert)))}
     rows = {}
     for name, model in models.items():
         measure(name, model, tokenizer, args, rows)

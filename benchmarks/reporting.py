@@ -1,4 +1,5 @@
-"""Printing shared by the benchmark scripts: aligned or Markdown tables, target PASS/MISS lines."""
+"""Printing shared by the benchmark scripts: aligned or Markdown tables, target PASS/MISS lines,
+and what their `--smoke` runs share."""
 
 
 def format_table(header, rows, markdown=False):
@@ -14,3 +15,14 @@ def format_table(header, rows, markdown=False):
 def check_line(label, passed, detail):
     """One line saying whether a speed target was met; a benchmark never fails on it."""
     return f"{'PASS' if passed else 'MISS'}  {label} ({detail})"
+
+
+# `--smoke`: every benchmark's run on a tiny model and tiny data, in seconds (CI runs them all,
+# tests/test_benchmark_smokes.py), so that a benchmark cannot rot unnoticed. Not a measurement.
+SMOKE_HELP = "tiny model and data, seconds: checks that the script runs; not a measurement"
+SMOKE_SHAPE = {"num_layers": 2, "hidden_size": 32, "num_heads": 2, "intermediate_size": 64}
+
+
+def smoke_banner():
+    """The first line a `--smoke` run prints."""
+    return "SMOKE RUN (--smoke): tiny model and data; its figures are not a measurement."

@@ -12,6 +12,7 @@ The first useful step, per binary (what the clock stops at):
 
     .venv/bin/python benchmarks/startup.py                 # table, 3 runs of --help each
     .venv/bin/python benchmarks/startup.py --markdown      # for BUILD.md
+    .venv/bin/python benchmarks/startup.py --smoke         # --help x1; vocab and service only
 
 Each binary runs as a user runs it, through its console script beside this Python. Nothing here
 asserts a time; run it on an idle machine.
@@ -30,7 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reporting import format_table  # noqa: E402
+from reporting import SMOKE_HELP, format_table, smoke_banner  # noqa: E402
 
 BIN = os.path.dirname(sys.executable)
 BINARIES = ["kerasbert-vocab", "kerasbert-create-pretraining-data", "kerasbert-pretrain",
@@ -39,6 +40,8 @@ BINARIES = ["kerasbert-vocab", "kerasbert-create-pretraining-data", "kerasbert-p
             "kerasbert-data-service", "kerasbert-demo"]
 TINY_MODEL = ["--model=bert_tiny_uncased", "--config_overrides=num_layers=2,hidden_size=64,"
               "num_heads=2,intermediate_size=128,max_positions=64"]
+# The jobs a `--smoke` run times, with the data service (its training first steps cost ~35 CPU s).
+SMOKE_JOBS = ("kerasbert-vocab",)
 TRAINING = ["--max_seq_length=64", "--max_predictions_per_seq=8", "--batch_size=8",
             "--train_steps=2", "--steps_per_loop=1", "--checkpoint_interval=1"]
 
@@ -119,8 +122,9 @@ def time_until(command, reached, log):
     return seconds
 
 
-def first_steps(work):
-    """{binary: (seconds, what was timed, its flags)} for the binaries with a first step."""
+def first_steps(work, only=None):
+    """{binary: (seconds, what was timed, its flags)} for the binaries with a first step (those
+    in `only`, if given, and the data service)."""
     text, data_dir, vocab, texts = _tiny_inputs(work)
     pretrain_dir = os.path.join(work, "pretrain")
     jobs = [
@@ -151,6 +155,8 @@ def first_steps(work):
     ]
     figures = {}
     for binary, what, flags in jobs:
+        if only is not None and binary not in only:
+            continue
         command = [_script(binary), *flags]
         model_dir = next((flag.split("=", 1)[1] for flag in flags
                           if flag.startswith("--model_dir=")), None)
@@ -184,14 +190,21 @@ def main():
     parser.add_argument("--help_runs", type=int, default=3)
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--skip_first_steps", action="store_true")
+    parser.add_argument("--smoke", action="store_true",
+                        help=SMOKE_HELP + f" (--help once; first steps of {', '.join(SMOKE_JOBS)}"
+                        " and the data service only)")
     arguments = parser.parse_args()
+    if arguments.smoke:
+        print(smoke_banner())
+        arguments.help_runs = 1
     print(f"CPU: {_cpu()}; Python {platform.python_version()}, TensorFlow "
           f"{importlib.metadata.version('tensorflow')}, Keras {importlib.metadata.version('keras')}; "
           f"TF_CPP_MIN_LOG_LEVEL={os.environ.get('TF_CPP_MIN_LOG_LEVEL', 'unset')}, "
           f"TF_NUM_INTRAOP_THREADS={os.environ.get('TF_NUM_INTRAOP_THREADS', 'unset')}")
     helps = {binary: time_help(binary, arguments.help_runs) for binary in BINARIES}
     with tempfile.TemporaryDirectory() as work:
-        steps = {} if arguments.skip_first_steps else first_steps(work)
+        steps = {} if arguments.skip_first_steps else first_steps(
+            work, SMOKE_JOBS if arguments.smoke else None)
     rows = [[binary, f"{helps[binary]:.2f}",
              f"{steps[binary][0]:.1f}" if binary in steps else "-",
              steps[binary][1] if binary in steps else "-"] for binary in BINARIES]

@@ -19,6 +19,7 @@ sentences/s and the ratios ours / peer. Targets: WordPiece at least as fast as
 
     python benchmarks/tokenizer_throughput.py               # all families
     python benchmarks/tokenizer_throughput.py --families wordpiece --batch_size 512
+    python benchmarks/tokenizer_throughput.py --smoke   # 64 sentences, batches of 32: runs?
 """
 
 import argparse
@@ -33,6 +34,8 @@ import tensorflow as tf  # noqa: E402
 from kerasbert.data import demo  # noqa: E402
 from kerasbert.tokenizers import from_hf  # noqa: E402
 from kerasbert.tokenizers.text_files import iterate_lines  # noqa: E402
+
+from reporting import SMOKE_HELP, smoke_banner  # noqa: E402
 
 MAX_LENGTH = 128
 
@@ -121,7 +124,11 @@ def main():
     parser.add_argument("--sentences", type=int, default=20000)
     parser.add_argument("--batch_size", type=int, default=256)
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
     args = parser.parse_args()
+    if args.smoke:
+        print(smoke_banner())
+        args.sentences, args.batch_size = 64, 32
 
     sentences = corpus_sentences(args.sentences)
     batches = [sentences[i:i + args.batch_size] for i in range(0, len(sentences), args.batch_size)]
