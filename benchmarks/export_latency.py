@@ -77,11 +77,21 @@ eager; reloaded SavedModel within 10% of the in-process Keras path (SavedModel
 ms / Keras serving ms <= 1.10). The exit status is non-zero only on errors,
 never on a missed target; an `ExportError` is printed as is.
 
+Raw text in (`--raw_text`, only that part, in this process, no export): a kerasbert
+classifier of the same shape with the shipped WordPiece vocabulary, written as a
+SavedModel with text signatures and as the raw-text TFLite file, each once padding every
+batch to 128 (as before length buckets, `length_buckets=False`) and once bucketed; the
+SavedModel's `serve_text` and the TFLite file's are timed interleaved on one corpus
+sentence of 21 word pieces (bucket 32), and each bucketed runtime's logits are compared
+with its fixed twin's on texts of several lengths, in one batch and alone. Target: >= 3x
+lower latency bucketed, for both.
+
 Run from the repository root, on an otherwise idle machine:
 
     python benchmarks/export_latency.py                  # BERT-base; the export takes minutes
     python benchmarks/export_latency.py --num_layers 2 --rounds 2 --calls 3   # smoke run
     python benchmarks/export_latency.py --quantize none dynamic_int8 --keep_dir
+    python benchmarks/export_latency.py --raw_text       # raw text in: fixed 128 vs bucketed
 """
 
 import argparse
@@ -398,6 +408,129 @@ def report_summary(report):
     return lines
 
 
+# --- raw text in: length buckets vs padding to max_seq_length ---
+
+TEXT_TOKENS, TEXT_SPEED_TARGET = 21, 3.0
+TEXT_FIXED, TEXT_BUCKETED = "fixed 128", "bucketed"
+
+
+def text_sentence(tokenizer, tokens=TEXT_TOKENS):
+    """The first shipped corpus line of exactly `tokens` word pieces (without [CLS]/[SEP])."""
+    for line in corpus_lines(AGREEMENT_SHARD, 2000):
+        if int(np.sum(tokenizer([line])["padding_mask"])) == tokens + 2:
+            return line
+    raise RuntimeError(f"no corpus line of {tokens} word pieces in the first 2000")
+
+
+def text_runtimes(model, tokenizer, work_dir):
+    """`{(format, padding): run(texts) -> logits}`: the SavedModel's `serve_text` and the
+    raw-text TFLite file (ai_edge_litert `InterpreterWithCustomOps`, tensorflow-text kernels,
+    `THREADS` threads), each padding to `SEQ_LENGTH` as before length buckets and bucketed."""
+    from ai_edge_litert.interpreter import InterpreterWithCustomOps
+    from tensorflow_text import tflite_registrar
+
+    from kerasbert.export.saved_model import write_saved_model
+    from kerasbert.export.text_tflite import text_tflite_model
+
+    runtimes = {}
+    for padding, buckets in ((TEXT_FIXED, False), (TEXT_BUCKETED, True)):
+        print(f"  raw text: SavedModel and TFLite, {padding} ...", file=sys.stderr, flush=True)
+        path = write_saved_model(model, os.path.join(work_dir, f"text_{buckets}"), tokenizer,
+                                 SEQ_LENGTH, length_buckets=buckets)
+        loaded = tf.saved_model.load(path)
+
+        def run_saved(texts, loaded=loaded):
+            return loaded.signatures["serve_text"](text=tf.constant(texts))["logits"].numpy()
+
+        run_saved.loaded = loaded
+        interpreter = InterpreterWithCustomOps(
+            custom_op_registerers=tflite_registrar.SELECT_TFTEXT_OPS, num_threads=THREADS,
+            model_content=text_tflite_model(model, tokenizer, SEQ_LENGTH, buckets))
+        runner = interpreter.get_signature_runner("serve_text")
+
+        def run_tflite(texts, runner=runner):
+            return np.array(runner(text=np.array([t.encode("utf-8") for t in texts], object))[
+                "logits"])
+
+        run_tflite.interpreter = interpreter
+        runtimes[SAVED_MODEL, padding] = run_saved
+        runtimes["TFLite text", padding] = run_tflite
+    return runtimes
+
+
+def raw_text_latency(args, config):
+    """Build a random-weight classifier of `config` and time raw text in: the SavedModel's
+    `serve_text` and `model_text.tflite`, fixed padding vs length buckets, batch 1, a
+    `TEXT_TOKENS`-word-piece corpus sentence; the logits of each bucketed runtime against its
+    fixed one on texts of several lengths, in one batch and alone."""
+    tokenizer = kerasbert.tokenizers.from_hf(demo.vocabulary_dir("wordpiece"))
+    keras.utils.set_random_seed(SEED)
+    model = kerasbert.models.build_task_model(
+        config.replace(vocab_size=tokenizer.vocabulary_size()), "sequence_classification",
+        num_labels=NUM_LABELS)
+    sentence = text_sentence(tokenizer)
+    mixed = [sentence, "short", " ".join(corpus_lines(AGREEMENT_SHARD, 12)), sentence * 3]
+    load_before = os.getloadavg()[0]
+    work_dir = tempfile.mkdtemp(prefix="kerasbert_text_latency_")
+    try:
+        runtimes = text_runtimes(model, tokenizer, work_dir)
+        differences = {}
+        for name, run in runtimes.items():
+            reference = runtimes[name[0], TEXT_FIXED](mixed)
+            together = run(mixed)
+            alone = np.concatenate([run([text]) for text in mixed])
+            differences[name] = float(max(np.max(np.abs(together - reference)),
+                                          np.max(np.abs(alone - reference))))
+        latencies = interleaved_latency(
+            {name: (run, lambda texts: texts) for name, run in runtimes.items()}, [sentence],
+            args.warmup, args.rounds, args.calls)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    print_raw_text(args, config, latencies, differences, load_before)
+
+
+def print_raw_text(args, config, latencies, differences, load_before):
+    print(f"Raw-text latency: BERT classifier ({args.preset} shape, {config.num_layers} layers, "
+          f"hidden {config.hidden_size}, shipped WordPiece vocabulary, {NUM_LABELS} labels, "
+          f"random weights, seed {SEED}), batch 1, one corpus sentence of {TEXT_TOKENS} word "
+          f"pieces, max_seq_length {SEQ_LENGTH}: padded to {SEQ_LENGTH} (as before length "
+          "buckets) vs to its bucket (32).")
+    print(f"{datetime.date.today().isoformat()}, {platform.processor() or platform.machine()}, "
+          f"os.cpu_count() = {os.cpu_count()}; CPU flags: {cpu_flags()}; tensorflow "
+          f"{tf.__version__}; 1-minute load average {load_before:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after.")
+    print(f"Latency: {args.warmup} warm-up calls each, then {args.rounds} interleaved rounds x "
+          f"{args.calls} calls; median per call. Max |logit difference| of each runtime vs its "
+          "fixed-padding twin on 4 texts of 3 to 128+ word pieces, in one batch and alone.")
+    print()
+    rows = []
+    for name in (SAVED_MODEL, "TFLite text"):
+        fixed, bucketed = latencies[name, TEXT_FIXED], latencies[name, TEXT_BUCKETED]
+        rows.append([name, f"{1000 * fixed:.1f}", f"{1000 * bucketed:.1f}",
+                     f"{fixed / bucketed:.2f}x", f"{differences[name, TEXT_BUCKETED]:.3g}"])
+    print(format_table(["runtime", f"{TEXT_FIXED} ms", f"{TEXT_BUCKETED} ms", "speed-up",
+                        "max abs diff"], rows, args.markdown))
+    print()
+    print("Targets:")
+    for name in (SAVED_MODEL, "TFLite text"):
+        speed = latencies[name, TEXT_FIXED] / latencies[name, TEXT_BUCKETED]
+        print(check_line(f"{name} raw text, {TEXT_TOKENS} word pieces: >= {TEXT_SPEED_TARGET}x "
+                         f"lower latency than padding to {SEQ_LENGTH}",
+                         speed >= TEXT_SPEED_TARGET, f"{speed:.2f}x"))
+
+
+def cpu_flags():
+    """The SIMD flags of this CPU that matter here (from /proc/cpuinfo), or "unknown"."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            flags = next(line for line in file if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return "unknown"
+    wanted = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "VNNI",
+              "avx512_bf16": "BF16", "amx_tile": "AMX"}
+    return " ".join(label for flag, label in wanted.items() if flag in flags) or "none of AVX2+"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="bert_base_uncased",
@@ -419,6 +552,9 @@ def main():
     parser.add_argument("--keep_dir", action="store_true",
                         help="keep the model folder, calibration file and exports (path printed)")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--raw_text", action="store_true",
+                        help="run only the raw-text part: serve_text and model_text.tflite, "
+                             "padded to 128 vs length-bucketed, in this process (no export)")
     args = parser.parse_args()
     if args.rounds < 1 or args.calls < 1 or args.warmup < 1:
         parser.error("--rounds, --calls and --warmup must be at least 1")
@@ -427,6 +563,9 @@ def main():
         parser.error(f"--preset must be a BERT preset, got {args.preset} ({config.family})")
     if args.num_layers:
         config = config.replace(num_layers=args.num_layers)
+    if args.raw_text:
+        raw_text_latency(args, config)
+        return
     quantize = [name for name in TFLITE_FILES if name in args.quantize]
 
     torch.set_num_threads(THREADS)

@@ -18,6 +18,7 @@ from kerasbert.export.labelled import METRIC_TOLERANCE_POINTS, LabelledSet
 from kerasbert.export.model_sources import load_export_model
 from kerasbert.export.onnx_model import OPSET, convert_to_onnx
 from kerasbert.export.onnx_model import op_inventory as onnx_op_inventory
+from kerasbert.export.padding_buckets import expected_width
 from kerasbert.export.report import file_facts, make_report, saved_model_ops, write_report
 from kerasbert.export.runtimes import run_in_fresh_process
 from kerasbert.export.saved_model import TEXT_SIGNATURES, write_saved_model
@@ -370,14 +371,25 @@ class _ArtifactVerifier:
         return references
 
     def _text_reference(self, texts, pair_texts):
+        """The Keras model's outputs on the texts packed at `max_seq_length`, its sequence
+        outputs cut to the bucket the text signatures pad the batch to (`padding_buckets`)."""
+        outputs, padding_mask = self._text_outputs(texts, pair_texts)
+        length = self.built.max_seq_length
+        width = expected_width(padding_mask, length)
+        return {name: value[:, :width] if is_sequence_aligned(name, value, length) else value
+                for name, value in outputs.items()}
+
+    def _text_outputs(self, texts, pair_texts):
+        """The Keras model's outputs and the padding mask, the texts packed at `max_seq_length`."""
         if pair_texts is not None and not all(pair_texts):
-            rows = [self._text_reference([text], [pair] if pair else None)
+            rows = [self._text_outputs([text], [pair] if pair else None)
                     for text, pair in zip(texts, pair_texts)]
-            return {key: np.concatenate([row[key] for row in rows]) for key in rows[0]}
+            return ({key: np.concatenate([row[0][key] for row in rows]) for key in rows[0][0]},
+                    np.concatenate([row[1] for row in rows]))
         packed = self.built.maker.packed(texts, pair_texts, self.built.max_seq_length)
         if self.built.maker.choices:
             packed = {key: value[:, :1] for key, value in packed.items()}
-        return _numpy(self.built.serve(packed))
+        return _numpy(self.built.serve(packed)), packed["padding_mask"]
 
     def _judge(self, artifact, entry, outputs, references):
         name = artifact["name"]

@@ -4,8 +4,10 @@ Signatures (tag `serve`):
 - `serving_default`: int32 `token_ids`, `segment_ids`, `padding_mask` (and `masked_lm_positions`
   for pretraining models), any batch and length; the model's outputs under their names.
 - `serve_text(text)`, `serve_text_pair(text_a, text_b)`: tf.string `[batch]`, tokenized and
-  packed in the graph by the family's tokenizer (padding to `max_seq_length`, truncation
-  `longest_first`). A multiple-choice model reads each text (pair) as one choice.
+  packed in the graph by the family's tokenizer (truncation `longest_first` to
+  `max_seq_length`; the batch is padded to its longest row rounded up to a bucket of
+  `kerasbert.export.padding_buckets`, so sequence outputs are `[batch, bucket, ...]`). A
+  multiple-choice model reads each text (pair) as one choice.
 - `serve_examples(examples)`: serialized `tf.Example`s with a bytes feature `text` and an
   optional `text_pair` (rows without one are packed as single texts).
 Loading text signatures needs `import tensorflow_text` first (it registers the tokenizer ops).
@@ -15,13 +17,17 @@ import keras
 import tensorflow as tf
 
 from kerasbert.export.errors import ExportError
+from kerasbert.export.padding_buckets import bucket_width
 from kerasbert.export.signatures import serving_function
 
 TEXT_SIGNATURES = ("serve_text", "serve_text_pair", "serve_examples")
 
 
-def text_functions(model, tokenizer, max_seq_length):
+def text_functions(model, tokenizer, max_seq_length, length_buckets=True):
     """`{signature name: tf.function}` running `tokenizer` then `model` on strings.
+
+    Each batch is padded to its longest row rounded up to a bucket of
+    `kerasbert.export.padding_buckets`, or with `length_buckets=False` to `max_seq_length`.
 
     >>> import kerasbert
     >>> from kerasbert.tokenizers import WordPieceTokenizer
@@ -29,8 +35,11 @@ def text_functions(model, tokenizer, max_seq_length):
     >>> encoder = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1, vocab_size=6)
     >>> functions = text_functions(encoder, tokenizer, max_seq_length=8)
     >>> tuple(functions["serve_text_pair"](tf.constant(["hi"]), tf.constant(["hi hi"]))[
-    ...     "sequence_output"].shape)
+    ...     "sequence_output"].shape)  # 6 tokens: padded to the bucket 8 (max_seq_length)
     (1, 8, 128)
+    >>> functions = text_functions(encoder, tokenizer, max_seq_length=64)
+    >>> tuple(functions["serve_text"](tf.constant(["hi", "hi " * 20]))["sequence_output"].shape)
+    (2, 32, 128)
     """
     if "masked_lm_positions" in model.input:
         raise ExportError(f"{model.name}: text signatures take whole texts, but this pretraining "
@@ -49,14 +58,23 @@ def text_functions(model, tokenizer, max_seq_length):
         return tokenizer(texts, pair_texts, max_length=max_seq_length, truncation="longest_first",
                          padding="max_length")
 
+    def to_bucket(packed):
+        """`packed` cut to the bucket of its longest row: right padding only, so the cut
+        removes padding and nothing else."""
+        if not length_buckets:
+            return packed
+        longest = tf.reduce_max(tf.reduce_sum(packed["padding_mask"], axis=1))
+        width = bucket_width(longest, max_seq_length)
+        return {name: value[:, :width] for name, value in packed.items()}
+
     @tf.function(input_signature=[text])
     def serve_text(text):
-        return run(pack(text))
+        return run(to_bucket(pack(text)))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text_a"),
                                   tf.TensorSpec([None], tf.string, name="text_b")])
     def serve_text_pair(text_a, text_b):
-        return run(pack(text_a, text_b))
+        return run(to_bucket(pack(text_a, text_b)))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def serve_examples(examples):
@@ -66,14 +84,16 @@ def text_functions(model, tokenizer, max_seq_length):
         })
         single, pair = pack(features["text"]), pack(features["text"], features["text_pair"])
         has_pair = tf.expand_dims(tf.strings.length(features["text_pair"]) > 0, 1)
-        return run({name: tf.where(has_pair, pair[name], single[name]) for name in single})
+        return run(to_bucket({name: tf.where(has_pair, pair[name], single[name])
+                              for name in single}))
 
     return {"serve_text": serve_text, "serve_text_pair": serve_text_pair,
             "serve_examples": serve_examples}
 
 
-def write_saved_model(model, directory, tokenizer=None, max_seq_length=128):
-    """Write `model` as a SavedModel at `directory` (see the module docstring).
+def write_saved_model(model, directory, tokenizer=None, max_seq_length=128, length_buckets=True):
+    """Write `model` as a SavedModel at `directory` (see the module docstring);
+    `length_buckets=False` pads the text signatures' batches to `max_seq_length`.
 
     >>> import os, tempfile, kerasbert
     >>> encoder = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1)
@@ -88,7 +108,8 @@ def write_saved_model(model, directory, tokenizer=None, max_seq_length=128):
     archive.add_endpoint("serving_default", serving_function(model))
     if tokenizer is not None:
         archive.track(tokenizer)
-        for name, function in text_functions(model, tokenizer, max_seq_length).items():
+        for name, function in text_functions(model, tokenizer, max_seq_length,
+                                                     length_buckets).items():
             archive.add_endpoint(name, function)
     archive.write_out(directory, verbose=False)
     return directory

@@ -9,8 +9,12 @@ own outputs (`logits`, ...) out, as float32. Inside:
   `FastWordpieceTokenizer` (custom op `FastWordpieceTokenizeWithOffsets`; the offsets it
   computes are not used);
 - packing as Hugging Face does for one text: `[CLS] ids [SEP]`, truncated to
-  `max_seq_length`, padded on the right with the pad id, segment ids 0 and the padding
-  mask, all from TFLite builtin ops.
+  `max_seq_length`, padded on the right with the pad id to the batch's longest row rounded
+  up to a bucket of `kerasbert.export.padding_buckets` (16, 32, 64, ... capped at
+  `max_seq_length`), segment ids 0 and the padding mask, all from TFLite builtin ops.
+
+The sequence length therefore depends on the texts: the interpreter sizes the encoder's
+tensors on each call (they are dynamic tensors), which the signature runner does by itself.
 
 Those two custom ops are the only non-builtin ops (no Flex / Select TF ops, no ragged
 ops): run the model with an interpreter that has tensorflow-text's kernels registered, as
@@ -30,6 +34,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kerasbert import file_system
+from kerasbert.export.padding_buckets import bucket_width
 from kerasbert.export.signatures import input_specs
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
 
@@ -67,13 +72,15 @@ TEXT_TFLITE_DIFFERENCES = [
 ]
 
 
-def text_tflite_model(model, tokenizer, max_seq_length=128):
+def text_tflite_model(model, tokenizer, max_seq_length=128, length_buckets=True):
     """The TFLite flatbuffer (bytes) of `model` with `tokenizer` inside: text in, outputs out.
 
     The signature `serve_text` takes `text` (1-D `tf.string`, any batch size) and returns
     the model's outputs under the model's names, float32, computed on the texts
     tokenized as Hugging Face's `BertTokenizerFast` does (see `TEXT_TFLITE_DIFFERENCES`),
-    with `[CLS]`/`[SEP]`, truncated and padded to `max_seq_length`.
+    with `[CLS]`/`[SEP]`, truncated to `max_seq_length` and padded to the batch's longest
+    row rounded up to a bucket (`kerasbert.export.padding_buckets`): sequence outputs are
+    `[batch, bucket, ...]`.
 
     Args:
         model: a Keras model whose only inputs are int32 `token_ids`, `segment_ids` and
@@ -81,7 +88,10 @@ def text_tflite_model(model, tokenizer, max_seq_length=128):
             multiple choice, not a pretraining model).
         tokenizer: a `kerasbert.tokenizers.WordPieceTokenizer` with
             `strip_accents == lowercase` and `split_cjk=True`.
-        max_seq_length: the sequence length every text is truncated or padded to.
+        max_seq_length: the sequence length every text is truncated to, and the last
+            bucket.
+        length_buckets: False pads every batch to `max_seq_length` (static shapes, for
+            delegates that need them; slower on short texts).
 
     Raises:
         ValueError: for any other tokenizer or model.
@@ -106,7 +116,7 @@ def text_tflite_model(model, tokenizer, max_seq_length=128):
     # The TensorFlow variables under the Keras ones: saved this way, the converter freezes them
     # into constants (tracking the Keras model leaves them as uninitialised TFLite variables).
     module.model_variables = [variable.value for variable in model.variables]
-    module.serve_text = _serving_function(model, tokenizer, max_seq_length)
+    module.serve_text = _serving_function(model, tokenizer, max_seq_length, length_buckets)
     # A SavedModel in between gives the signature its key (`from_concrete_functions` names a
     # single signature `serving_default`).
     with tempfile.TemporaryDirectory(prefix="text_tflite_") as directory:
@@ -138,6 +148,9 @@ def run_text_tflite(tflite_bytes_or_path, texts):
     >>> flatbuffer = text_tflite_model(echo, tokenizer, max_seq_length=6)
     >>> run_text_tflite(flatbuffer, ["Cafés.", "x", ""])["ids"].astype(int).tolist()
     [[2, 5, 6, 7, 3, 0], [2, 1, 3, 0, 0, 0], [2, 3, 0, 0, 0, 0]]
+    >>> flatbuffer = text_tflite_model(echo, tokenizer, max_seq_length=64)
+    >>> [run_text_tflite(flatbuffer, [text])["ids"].shape for text in ("x", "x " * 20)]
+    [(1, 16), (1, 32)]
     """
     if isinstance(tflite_bytes_or_path, (str, os.PathLike)):
         tflite_bytes_or_path = file_system.read_bytes(tflite_bytes_or_path)
@@ -219,7 +232,7 @@ def check_text_tflite(model, tokenizer, max_seq_length=128):
     return config
 
 
-def _serving_function(model, tokenizer, max_seq_length):
+def _serving_function(model, tokenizer, max_seq_length, length_buckets):
     check_text_tflite(model, tokenizer, max_seq_length)
 
     normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=tokenizer.lowercase)
@@ -233,15 +246,17 @@ def _serving_function(model, tokenizer, max_seq_length):
                  autograph=False)
     def serve_text(text):
         pieces = wordpiece.tokenize(normalizer.normalize(text))
-        inputs = _pack(pieces.flat_values, pieces.row_splits, max_seq_length, *layout)
+        inputs = _pack(pieces.flat_values, pieces.row_splits, max_seq_length, length_buckets,
+                       *layout)
         outputs = model(inputs, training=False)
         return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
 
     return serve_text
 
 
-def _pack(ids, row_splits, length, cls_id, sep_id, pad_id):
-    """`[CLS] ids [SEP]` per row, truncated and right-padded to `length`, with builtin ops only.
+def _pack(ids, row_splits, max_length, length_buckets, cls_id, sep_id, pad_id):
+    """`[CLS] ids [SEP]` per row, truncated to `max_length` and right-padded to the bucket of
+    the longest row (`length_buckets`) or to `max_length`, with builtin ops only.
 
     `ids` are every row's ids one after the other, `row_splits` where each row starts (and
     the last ends). No StridedSlice with new axes, no ragged ops: only Range, ExpandDims,
@@ -249,7 +264,8 @@ def _pack(ids, row_splits, length, cls_id, sep_id, pad_id):
     """
     row_splits = tf.cast(row_splits, tf.int32)
     starts = tf.expand_dims(row_splits[:-1], 1)                     # [batch, 1]
-    kept = tf.minimum(tf.expand_dims(row_splits[1:], 1) - starts, length - 2)
+    kept = tf.minimum(tf.expand_dims(row_splits[1:], 1) - starts, max_length - 2)
+    length = bucket_width(tf.reduce_max(kept) + 2, max_length) if length_buckets else max_length
     position = tf.expand_dims(tf.range(length, dtype=tf.int32), 0)  # [1, length]
     is_token = tf.logical_and(position >= 1, position <= kept)
     # A pad value after the ids, so that every gather index is valid even with no ids at all.

@@ -37,7 +37,9 @@ def run_artifacts(directory, inputs, tflite_files=("model.tflite",), work_dir=No
 def run_text_signatures(directory, texts, pairs, examples, work_dir, text_tflite_texts=None):
     """Outputs of the SavedModel's `serve_text(texts)`, `serve_text_pair(*pairs)` and
     `serve_examples(examples)` and, with `text_tflite_texts`, of `model_text.tflite`'s
-    `serve_text`, from a process that imports only tensorflow and tensorflow_text."""
+    `serve_text`, from a process that imports only tensorflow and tensorflow_text. Under
+    `"serve_text alone"` (and `"model_text.tflite alone"`), one output dict per text, each
+    text run in a batch of its own."""
     request = os.path.join(work_dir, "fresh_text_request.json")
     result_file = os.path.join(work_dir, "fresh_text_result.json")
     with open(request, "w", encoding="utf-8") as file:
@@ -50,8 +52,11 @@ def run_text_signatures(directory, texts, pairs, examples, work_dir, text_tflite
     assert completed.returncode == 0, completed.stderr[-3000:]
     with open(result_file, encoding="utf-8") as file:
         result = json.load(file)
-    return {signature: {name: np.asarray(value, np.float32) for name, value in outputs.items()}
-            for signature, outputs in result.items()}
+    def arrays(outputs):
+        return {name: np.asarray(value, np.float32) for name, value in outputs.items()}
+
+    return {signature: [arrays(row) for row in outputs] if isinstance(outputs, list)
+            else arrays(outputs) for signature, outputs in result.items()}
 
 
 def _main_text(directory, request_file, result_file):
@@ -69,15 +74,21 @@ def _main_text(directory, request_file, result_file):
     result = {signature: {k: v.numpy().tolist() for k, v in
                           loaded.signatures[signature](**feeds).items()}
               for signature, feeds in calls.items()}
+    result["serve_text alone"] = [
+        {k: v.numpy().tolist() for k, v in loaded.signatures["serve_text"](
+            text=tf.constant([text])).items()} for text in request["texts"]]
     if request["text_tflite_texts"] is not None:
         from ai_edge_litert.interpreter import InterpreterWithCustomOps
         interpreter = InterpreterWithCustomOps(
             model_path=os.path.join(directory, "model_text.tflite"),
             custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
         runner = interpreter.get_signature_runner("serve_text")
-        outputs = runner(text=np.array([t.encode("utf-8") for t in request["text_tflite_texts"]],
-                                       dtype=object))
+        texts = [t.encode("utf-8") for t in request["text_tflite_texts"]]
+        outputs = runner(text=np.array(texts, dtype=object))
         result["model_text.tflite"] = {k: np.asarray(v).tolist() for k, v in outputs.items()}
+        result["model_text.tflite alone"] = [
+            {k: np.asarray(v).tolist() for k, v in runner(text=np.array([text], object)).items()}
+            for text in texts]
     if any(module.split(".")[0] == "kerasbert" for module in sys.modules):
         raise SystemExit("kerasbert was imported")
     with open(result_file, "w", encoding="utf-8") as file:

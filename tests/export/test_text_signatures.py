@@ -2,7 +2,12 @@
 `serve_text`, `serve_text_pair` and `serve_examples` for BERT (WordPiece), RoBERTa (byte-level
 BPE) and ALBERT (SentencePiece) on the adversarial tokenizer set, and BERT's
 `model_text.tflite` on Latin-script text with accents, all run in a process that never
-imports kerasbert."""
+imports kerasbert.
+
+The signatures pad a batch only to the bucket of its longest text (`padding_buckets`); the
+reference is Hugging Face padding to `MAX_SEQ_LENGTH` (as the signatures did before buckets),
+its sequence outputs cut to that bucket: texts of several lengths, in one batch and each alone,
+give the fixed-padding outputs, so the padding is masked."""
 
 import shutil
 
@@ -14,6 +19,7 @@ import transformers
 
 import kerasbert
 from kerasbert.data import demo
+from kerasbert.export.padding_buckets import expected_width
 from tests.export.fresh_process import run_text_signatures
 from tests.helpers import hf_config, save_hf_model
 from tests.tokenizer_cases import ADVERSARIAL_TEXTS
@@ -61,7 +67,26 @@ def hf_outputs(model, tokenizer, texts, pair_texts=None):
     with torch.no_grad():
         out = model(**encoded)
     return {"sequence_output": out.last_hidden_state.numpy(),
-            "pooled_output": out.pooler_output.numpy()}
+            "pooled_output": out.pooler_output.numpy(),
+            "padding_mask": encoded["attention_mask"].numpy()}
+
+
+def to_bucket(outputs):
+    """Fixed-padding outputs as the signatures give them: the sequence cut to the bucket."""
+    width = expected_width(outputs["padding_mask"], MAX_SEQ_LENGTH)
+    return {"sequence_output": outputs["sequence_output"][:, :width],
+            "pooled_output": outputs["pooled_output"]}
+
+
+def assert_alone_close(produced_rows, model, tokenizer, texts, where):
+    """Each text run alone gives Hugging Face's fixed-padding outputs cut to its own bucket;
+    the texts span more than one bucket."""
+    widths = set()
+    for text, produced in zip(texts, produced_rows, strict=True):
+        expected = hf_outputs(model, tokenizer, [text])
+        widths.add(produced["sequence_output"].shape[1])
+        assert_close(produced, to_bucket(expected), f"{where} alone {text[:20]!r}")
+    assert len(widths) > 1, widths
 
 
 def assert_close(produced, expected, where):
@@ -91,19 +116,24 @@ def test_text_signatures_equal_hugging_face(family, tmp_path):
         examples(PAIRS[0][:4], single_and_pair), str(tmp_path),
         text_tflite_texts=LATIN_TEXTS if family == "bert" else None)
 
-    assert_close(results["serve_text"], hf_outputs(reference, hf_tokenizer, ADVERSARIAL_TEXTS),
-                 "serve_text")
+    assert_close(results["serve_text"],
+                 to_bucket(hf_outputs(reference, hf_tokenizer, ADVERSARIAL_TEXTS)), "serve_text")
+    assert_alone_close(results["serve_text alone"], reference, hf_tokenizer, ADVERSARIAL_TEXTS,
+                       "serve_text")
     assert_close(results["serve_text_pair"],
-                 hf_outputs(reference, hf_tokenizer, list(PAIRS[0]), list(PAIRS[1])),
+                 to_bucket(hf_outputs(reference, hf_tokenizer, list(PAIRS[0]), list(PAIRS[1]))),
                  "serve_text_pair")
     expected_rows = [hf_outputs(reference, hf_tokenizer, [text], None if pair is None else [pair])
                      for text, pair in zip(PAIRS[0][:4], single_and_pair)]
     assert_close(results["serve_examples"],
-                 {name: np.concatenate([row[name] for row in expected_rows])
-                  for name in expected_rows[0]}, "serve_examples")
+                 to_bucket({name: np.concatenate([row[name] for row in expected_rows])
+                            for name in expected_rows[0]}), "serve_examples")
     if family == "bert":
         assert "model_text.tflite" in report["artifacts"]
         assert_close(results["model_text.tflite"],
-                     hf_outputs(reference, hf_tokenizer, LATIN_TEXTS), "model_text.tflite")
+                     to_bucket(hf_outputs(reference, hf_tokenizer, LATIN_TEXTS)),
+                     "model_text.tflite")
+        assert_alone_close(results["model_text.tflite alone"], reference, hf_tokenizer,
+                           LATIN_TEXTS, "model_text.tflite")
     else:
         assert "model_text.tflite" not in report["artifacts"]

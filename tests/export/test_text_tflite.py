@@ -3,6 +3,8 @@
 Most tests convert a model whose outputs are its own inputs (as float32), so the flatbuffer
 hands back the packed `token_ids` / `segment_ids` / `padding_mask` and they can be compared
 id for id with `transformers.BertTokenizerFast`; the others run a real encoder and task model.
+The flatbuffer pads a batch to the bucket of its longest text (`padding_buckets`): the
+reference is Hugging Face padding to the full length, cut to that bucket.
 """
 
 import gzip
@@ -15,6 +17,7 @@ import transformers
 
 import kerasbert
 from kerasbert.data import demo
+from kerasbert.export.padding_buckets import expected_width
 from kerasbert.export.text_tflite import (TEXT_TFLITE_DIFFERENCES, TFTEXT_CUSTOM_OPS,
                                           run_text_tflite, text_tflite_model)
 from kerasbert.export.tflite import non_builtin_ops, op_inventory
@@ -22,7 +25,7 @@ from kerasbert.tokenizers import WordPieceTokenizer, from_hf
 from tests.tokenizer_cases import ADVERSARIAL_TEXTS
 
 IDS_LENGTH = 40
-MODEL_LENGTH = 24
+MODEL_LENGTH = 40
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 HF_NAMES = {"token_ids": "input_ids", "segment_ids": "token_type_ids",
             "padding_mask": "attention_mask"}
@@ -151,10 +154,23 @@ def corpus_texts():
     return corpus + glosses
 
 
-def _hf_packed(reference, texts, length):
+def _hf_packed(reference, texts, length, to_bucket=True):
+    """Hugging Face's ids padded to `length`, cut to the batch's bucket unless `to_bucket` is
+    False."""
     encoded = reference(list(texts), max_length=length, truncation="longest_first",
                         padding="max_length", return_tensors="np")
-    return {name: encoded[hf_name].astype("int32") for name, hf_name in HF_NAMES.items()}
+    width = expected_width(encoded["attention_mask"], length) if to_bucket else length
+    return {name: encoded[hf_name][:, :width].astype("int32")
+            for name, hf_name in HF_NAMES.items()}
+
+
+def _keras_outputs_cut_to_bucket(model, inputs):
+    """`model`'s outputs on `inputs` (padded to `MODEL_LENGTH`), sequence outputs cut to the
+    bucket of the batch."""
+    width = expected_width(inputs["padding_mask"], MODEL_LENGTH)
+    outputs = {name: np.asarray(value) for name, value in model(inputs, training=False).items()}
+    return {name: value[:, :width] if name == "sequence_output" else value
+            for name, value in outputs.items()}
 
 
 def _flatbuffer_ids(flatbuffer, texts):
@@ -241,8 +257,8 @@ def test_empty_texts_and_batches_with_no_tokens(tokenizers, ids_flatbuffers):
                          ids=["batch1", "batch3+long"])
 def test_encoder_outputs_equal_keras_on_hugging_face_ids(texts, tokenizers, encoder_uncased):
     encoder, flatbuffer = encoder_uncased
-    inputs = _hf_packed(tokenizers[True][1], texts, MODEL_LENGTH)
-    expected = {name: np.asarray(value) for name, value in encoder(inputs, training=False).items()}
+    inputs = _hf_packed(tokenizers[True][1], texts, MODEL_LENGTH, to_bucket=False)
+    expected = _keras_outputs_cut_to_bucket(encoder, inputs)
     outputs = run_text_tflite(flatbuffer, texts)
     assert sorted(outputs) == sorted(expected) == ["pooled_output", "sequence_output"]
     for name in expected:
@@ -252,11 +268,44 @@ def test_encoder_outputs_equal_keras_on_hugging_face_ids(texts, tokenizers, enco
 @pytest.mark.parametrize("texts", [LATIN_TEXTS[1:2], LATIN_TEXTS[:3]], ids=["batch1", "batch3"])
 def test_classifier_logits_equal_keras_on_hugging_face_ids(texts, tokenizers, classifier_cased):
     model, flatbuffer = classifier_cased
-    inputs = _hf_packed(tokenizers[False][1], texts, MODEL_LENGTH)
+    inputs = _hf_packed(tokenizers[False][1], texts, MODEL_LENGTH, to_bucket=False)
     expected = np.asarray(model(inputs, training=False)["logits"])
     outputs = run_text_tflite(flatbuffer, texts)
     assert list(outputs) == ["logits"] and outputs["logits"].shape == (len(texts), 3)
     _assert_close(outputs["logits"], expected)
+
+
+# Packed, 3, 6, 23, 34 and 212 (truncated to 40) tokens: buckets 16, 16, 32, 40 and 40.
+MIXED_LENGTHS = ["x", "Héllo wörld", LATIN_TEXTS[0], "Héllo wörld " * 8,
+                 "Crème brûlée " * 30]
+
+
+def test_texts_of_several_lengths_in_one_batch_and_alone_give_fixed_padding_outputs(
+        tokenizers, encoder_uncased):
+    """Each batch runs at its own bucket, and the padding is masked: the same outputs as
+    the Keras model with every text padded to `MODEL_LENGTH`."""
+    encoder, flatbuffer = encoder_uncased
+    reference = tokenizers[True][1]
+    widths = []
+    for texts in [MIXED_LENGTHS, *([text] for text in MIXED_LENGTHS)]:
+        inputs = _hf_packed(reference, texts, MODEL_LENGTH, to_bucket=False)
+        expected = _keras_outputs_cut_to_bucket(encoder, inputs)
+        outputs = run_text_tflite(flatbuffer, texts)
+        for name in expected:
+            _assert_close(outputs[name], expected[name])
+        widths.append(outputs["sequence_output"].shape[1])
+    assert widths == [MODEL_LENGTH, 16, 16, 32, MODEL_LENGTH, MODEL_LENGTH]
+
+
+def test_length_buckets_off_pads_to_max_seq_length(tokenizers):
+    flatbuffer = text_tflite_model(_packed_ids_model(), tokenizers[True][0],
+                                   max_seq_length=IDS_LENGTH, length_buckets=False)
+    texts = ["x", "Héllo wörld"]
+    ours = _flatbuffer_ids(flatbuffer, texts)
+    theirs = _hf_packed(tokenizers[True][1], texts, IDS_LENGTH, to_bucket=False)
+    for name in INPUT_NAMES:
+        np.testing.assert_array_equal(ours[name], theirs[name], err_msg=name)
+    assert ours["token_ids"].shape == (2, IDS_LENGTH)
 
 
 def test_runs_from_a_path_and_on_one_string(tmp_path, ids_flatbuffers):
@@ -264,7 +313,7 @@ def test_runs_from_a_path_and_on_one_string(tmp_path, ids_flatbuffers):
     path.write_bytes(ids_flatbuffers[True])
     from_path = run_text_tflite(path, "Héllo wörld")
     from_bytes = run_text_tflite(ids_flatbuffers[True], ["Héllo wörld"])
-    assert from_path["token_ids"].shape == (1, IDS_LENGTH)
+    assert from_path["token_ids"].shape == (1, 16)
     np.testing.assert_array_equal(from_path["token_ids"], from_bytes["token_ids"])
 
 
