@@ -195,3 +195,26 @@ def test_without_length_buckets_batches_are_fixed_and_in_order(examples, tokeniz
     assert sum(index_batches(batches), []) == list(range(len(examples)))
     spec = dataset(examples, tokenizer, batch_size=32, drop_remainder=True, shuffle=True)
     assert spec.element_spec["token_ids"].shape.as_list() == [32, None]
+
+
+@pytest.mark.parametrize("given,expected", [([], True), (["--no_length_buckets"], False)])
+def test_the_finetune_flag_sets_the_run_and_its_record(monkeypatch, tmp_path, given, expected):
+    """`kerasbert-finetune --no_length_buckets` turns buckets off, and the run record holds it
+    (a restart must batch as the first start did)."""
+    from kerasbert.cli import finetune as binary
+    from kerasbert.training.run_record import recorded_flags
+
+    runs = []
+    monkeypatch.setattr("kerasbert.training.finetune.run_finetuning",
+                        lambda run, **_: runs.append(run))
+    argv = ["kerasbert-finetune", "--task=cola", f"--model_dir={tmp_path}",
+            f"--data_dir={tmp_path}", *given]
+    binary.FLAGS.unparse_flags()
+    try:
+        binary.FLAGS(argv)
+        binary.main(["kerasbert-finetune"])
+        record = recorded_flags(binary.FLAGS)
+    finally:
+        binary.FLAGS.unparse_flags()
+    assert runs[0].settings.length_buckets is expected
+    assert record["no_length_buckets"] is (not expected)
