@@ -68,7 +68,9 @@ class LabelledSet:
         if tokenizer is None:
             raise ExportError(f"--eval_file {self.path}: its texts go through the model's "
                               f"tokenizer, and {model.name} has none; pass --tokenizer")
-        self.settings = FinetuneSettings(max_seq_length=max_seq_length, labels=labels)
+        # The artifacts take batches of max_seq_length tokens (fixed-shape TFLite inputs).
+        self.settings = FinetuneSettings(max_seq_length=max_seq_length, labels=labels,
+                                         length_buckets=False)
         if not file_system.isfile(self.path):
             raise ExportError(f"--eval_file {self.path}: no such file")
         try:

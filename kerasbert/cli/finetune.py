@@ -70,6 +70,9 @@ flags.DEFINE_integer("max_train_examples", None, "Train on the first N training 
                      lower_bound=1)
 flags.DEFINE_boolean("from_scratch", False, "Fine-tune --init_from's architecture from random "
                      "weights instead of its pretrained ones (the baseline pretraining must beat).")
+flags.DEFINE_boolean("no_length_buckets", False, "Pad every batch to --max_seq_length instead "
+                     "of grouping examples by length and padding each batch to the smallest of "
+                     "16, 32, 64, 128, 256, 384, 512 (below --max_seq_length) that fits it.")
 flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.", lower_bound=1)
 flags.DEFINE_string("tf_data_service", None, "grpc://HOST:PORT of a tf.data service dispatcher "
                     "(kerasbert-data-service): its workers make the training batches, each pass "
@@ -113,7 +116,8 @@ def main(argv):
             raise app.UsageError(f"{', '.join(given)} without --teacher: give --teacher=PATH (a "
                                  "fine-tuned model) to distill")
     settings = FinetuneSettings(
-        max_seq_length=FLAGS.max_seq_length, doc_stride=FLAGS.doc_stride,
+        max_seq_length=FLAGS.max_seq_length, length_buckets=not FLAGS.no_length_buckets,
+        doc_stride=FLAGS.doc_stride,
         max_query_length=FLAGS.max_query_length, n_best_size=FLAGS.n_best_size,
         max_answer_length=FLAGS.max_answer_length, max_train_examples=FLAGS.max_train_examples,
         null_score_diff_threshold=FLAGS.null_score_diff_threshold,

@@ -18,6 +18,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "glue_tasks": "kerasbert.data.glue_tasks",
     "instance_batches": "kerasbert.data.pretraining:instance_batches",
     "instances": "kerasbert.data.instances",
+    "length_buckets": "kerasbert.data.length_buckets",
     "MaskedLmMasker": "kerasbert.data.masking:MaskedLmMasker",
     "masking": "kerasbert.data.masking",
     "pretraining": "kerasbert.data.pretraining",
@@ -43,7 +44,7 @@ __getattr__, __dir__ = lazy_names(__name__, {
 
 __all__ = ["MaskedLmMasker", "PretrainingDataConfig", "TaskDataError", "conll", "conll_dataset",
            "corpus", "decode_squad", "demo", "glue", "glue_dataset", "glue_examples", "glue_tasks",
-           "instance_batches", "instances", "masking", "pretraining", "pretraining_dataset",
+           "instance_batches", "instances", "length_buckets", "masking", "pretraining", "pretraining_dataset",
            "read_conll", "read_pretraining_records", "read_squad", "sentence_split", "squad",
            "squad_dataset", "squad_decoding", "squad_features", "squad_windows", "swag",
            "swag_dataset", "swag_examples", "tfrecords", "token_windows", "write_squad_predictions"]

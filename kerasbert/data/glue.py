@@ -27,8 +27,9 @@ import tensorflow as tf
 
 from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
+from kerasbert.data import length_buckets as buckets
 from kerasbert.data.glue_tasks import get_task
-from kerasbert.data.passes import batches_of, example_passes
+from kerasbert.data.passes import batches_of, example_passes, rows_of
 from kerasbert.data.task_errors import TaskDataError
 from kerasbert.tokenizers.text_files import open_decompressed
 
@@ -126,11 +127,13 @@ def example_labels(task, examples):
 
 
 def glue_dataset(task, path, tokenizer, max_seq_length=128, batch_size=32, shuffle=False, seed=0,
-                 *, split=None, drop_remainder=False, bad_lines=None):
+                 *, split=None, drop_remainder=False, bad_lines=None, length_buckets=True):
     """Batches of the task file at `path`: `glue_examples` fed to `examples_dataset`.
 
     To map predictions back to examples, read them with `glue_examples` (same order):
-    `example_index` in each batch is the position of the example in that list.
+    `example_index` in each batch is the position of the example in that list (with
+    `length_buckets`, batches come grouped by length, not in the file's order:
+    `kerasbert.data.length_buckets.in_example_order` puts outputs back in it).
 
     >>> import os, tempfile, kerasbert.data.demo, kerasbert.zoo
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
@@ -138,32 +141,40 @@ def glue_dataset(task, path, tokenizer, max_seq_length=128, batch_size=32, shuff
     >>> path = os.path.join(tempfile.mkdtemp(), "train.tsv")
     >>> with open(path, "w") as f:
     ...     _ = f.write("sentence\\tlabel\\nA fine film.\\t1\\nDull.\\t0\\n")
-    >>> batch = next(iter(glue_dataset("sst2", path, tokenizer, max_seq_length=8)))
+    >>> batch = next(iter(glue_dataset("sst2", path, tokenizer, max_seq_length=8,
+    ...                                length_buckets=False)))
     >>> batch["token_ids"].shape.as_list(), batch["labels"].numpy().tolist()
     ([2, 8], [1, 0])
     """
     examples = list(glue_examples(task, path, split, bad_lines=bad_lines))
     return examples_dataset(task, examples, tokenizer, max_seq_length, batch_size, shuffle, seed,
-                            drop_remainder=drop_remainder)
+                            drop_remainder=drop_remainder, length_buckets=length_buckets)
 
 
 def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=32, shuffle=False,
-                     seed=0, *, drop_remainder=False, epochs=1):
+                     seed=0, *, drop_remainder=False, epochs=1, length_buckets=True):
     """Batches of `examples` (`GlueExample`s of `task`) per the fine-tuning batch contract.
 
-    Each batch is a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch,
-    max_seq_length]` (texts packed in the tokenizer's own layout, `truncation="longest_first"`),
-    `example_index` int32 `[batch]` (position in `examples`) and, when the examples are
-    labelled, `labels` `[batch]` (int32 label ids; float32 scores for regression). With
-    `shuffle`, the order is reshuffled every pass, the same passes for the same `seed`.
-    `epochs`: passes in the dataset (None: forever); each pass's order is then a function of
-    `seed` and the pass alone (`kerasbert.data.passes`), so a checkpointed iterator resumes it.
+    Each batch is a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, length]`
+    (texts packed in the tokenizer's own layout, `truncation="longest_first"`), `example_index`
+    int32 `[batch]` (position in `examples`) and, when the examples are labelled, `labels`
+    `[batch]` (int32 label ids; float32 scores for regression). With `shuffle`, the order is
+    reshuffled every pass, the same passes for the same `seed`. `epochs`: passes in the dataset
+    (None: forever); each pass's order is then a function of `seed` and the pass alone
+    (`kerasbert.data.passes`), so a checkpointed iterator resumes it.
+
+    `length_buckets` (the default): batches are grouped by length and `length` is the smallest
+    of `length_buckets.bucket_lengths(max_seq_length)` that holds the batch's longest example
+    (`kerasbert.data.length_buckets`: without `shuffle`, batches ascend in length; map outputs
+    back with `example_index`). Without it, `length` is `max_seq_length` and batches follow
+    the examples' order (or the pass's shuffled order).
 
     >>> import kerasbert.data.demo, kerasbert.zoo
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
     ...     "bert_tiny_uncased", kerasbert.data.demo.vocabulary_dir("wordpiece"))
     >>> examples = [GlueExample("0", "a file", "a list", None, 2)]
-    >>> batch = next(iter(examples_dataset("rte", examples, tokenizer, max_seq_length=8)))
+    >>> batch = next(iter(examples_dataset("rte", examples, tokenizer, max_seq_length=8,
+    ...                                    length_buckets=False)))
     >>> sorted(batch), batch["segment_ids"].numpy().tolist()
     (['example_index', 'padding_mask', 'segment_ids', 'token_ids'], [[0, 0, 0, 0, 1, 1, 1, 0]])
     """
@@ -176,19 +187,43 @@ def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=3
         columns["text_b"] = [example.text_b for example in examples]
     if examples[0].label is not None:
         columns["labels"] = example_labels(task, examples)
-    dataset = example_passes(len(examples), batches_of(columns, batch_size, drop_remainder),
-                             shuffle=shuffle, seed=seed, epochs=epochs)
+    if length_buckets:
+        make_pass = _bucketed_pass(columns, tokenizer, max_seq_length, batch_size, shuffle,
+                                   seed, drop_remainder)
+    else:
+        make_pass = batches_of(columns, batch_size, drop_remainder)
+    dataset = example_passes(len(examples), make_pass, shuffle=shuffle, seed=seed,
+                             epochs=epochs)
+    bucket_lengths = buckets.bucket_lengths(max_seq_length)
 
     def pack(batch):
         packed = tokenizer(batch["text_a"], batch.get("text_b"), max_length=max_seq_length,
                            truncation="longest_first")
         shape = [batch["example_index"].shape[0], max_seq_length]
-        return {**{name: tf.ensure_shape(value, shape) for name, value in packed.items()},
-                **{name: value for name, value in batch.items() if "text" not in name}}
+        packed = {name: tf.ensure_shape(value, shape) for name, value in packed.items()}
+        if length_buckets:
+            packed = buckets.trim_to_bucket(packed, bucket_lengths)
+        return {**packed, **{name: value for name, value in batch.items() if "text" not in name}}
 
     return dataset.map(tf.autograph.experimental.do_not_convert(pack),
                        num_parallel_calls=tf.data.AUTOTUNE,
                        deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+def _bucketed_pass(columns, tokenizer, max_seq_length, batch_size, shuffle, seed, drop_remainder):
+    """A `make_pass` of batches of `columns` grouped by their packed lengths."""
+    lengths = buckets.packed_lengths(tokenizer, columns["text_a"], columns.get("text_b"),
+                                     max_seq_length, truncation="longest_first")
+    grouped = buckets.length_grouped(lengths, batch_size, shuffle=shuffle, seed=seed,
+                                     drop_remainder=drop_remainder)
+    rows = rows_of(columns)
+    count = len(lengths)
+    batch_count = count // batch_size if drop_remainder else -(-count // batch_size)
+
+    def make_pass(indices):
+        return grouped(indices).map(rows).apply(
+            tf.data.experimental.assert_cardinality(batch_count))
+    return make_pass
 
 
 def predictions_from_logits(task, logits):

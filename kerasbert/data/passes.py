@@ -70,10 +70,20 @@ def batches_of(columns, batch_size, drop_remainder=False):
     >>> [batch["id"].numpy().tolist() for batch in example_passes(3, make_pass)]
     [[10, 11], [12]]
     """
-    tensors = {name: value if isinstance(value, (tf.Tensor, tf.RaggedTensor)) else
-               tf.constant(value) for name, value in columns.items()}
+    rows = rows_of(columns)
 
     def make_pass(indices):
-        return indices.batch(batch_size, drop_remainder=drop_remainder).map(
-            lambda batch: {name: tf.gather(value, batch) for name, value in tensors.items()})
+        return indices.batch(batch_size, drop_remainder=drop_remainder).map(rows)
     return make_pass
+
+
+def rows_of(columns):
+    """A function from a vector of example indices to those rows of `columns` (a dict of
+    equally long arrays, lists or ragged tensors), as a dict of tensors.
+
+    >>> rows_of({"id": [10, 11, 12]})(tf.constant([2, 0]))["id"].numpy().tolist()
+    [12, 10]
+    """
+    tensors = {name: value if isinstance(value, (tf.Tensor, tf.RaggedTensor)) else
+               tf.constant(value) for name, value in columns.items()}
+    return lambda indices: {name: tf.gather(value, indices) for name, value in tensors.items()}

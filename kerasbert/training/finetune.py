@@ -56,7 +56,9 @@ _SEED_DIR = re.compile(r"seed_-?[0-9]+")
 class FinetuneSettings:
     """Everything about a fine-tuning run but its data, model source and directory.
 
-    Data: `max_seq_length`; SQuAD's `doc_stride` (the step between the
+    Data: `max_seq_length`; `length_buckets`: batches grouped by length and padded to the
+    smallest bucket length that fits them (`kerasbert.data.length_buckets`), else to
+    `max_seq_length`; SQuAD's `doc_stride` (the step between the
     starts of a context's windows, as Google's BERT defines it: Hugging
     Face's `stride` is the overlap, `max_seq_length - question - doc_stride`),
     `max_query_length`, `n_best_size`, `max_answer_length`,
@@ -77,6 +79,7 @@ class FinetuneSettings:
     """
 
     max_seq_length: int = 128
+    length_buckets: bool = True
     doc_stride: int = 128
     max_query_length: int = 64
     n_best_size: int = 20

@@ -18,6 +18,7 @@ import numpy as np
 from kerasbert import file_system
 from kerasbert.data import conll, glue, squad, squad_decoding, swag
 from kerasbert.data.glue_tasks import GLUE_TASKS, get_task
+from kerasbert.data.length_buckets import in_example_order
 from kerasbert.data.squad_features import squad_dataset, squad_windows
 from kerasbert.training import entity_metrics, glue_metrics, squad_evaluation
 
@@ -45,7 +46,9 @@ class EvaluationInputs:
 
     `examples`: the task's examples; `batches`: the batches of the model's inputs with their
     bookkeeping (`example_index`, ...), a `tf.data.Dataset` or any iterable of dicts of arrays
-    in the same order; `features`: SQuAD's context windows (None for the other tasks).
+    in the same order; `features`: SQuAD's context windows (None for the other tasks);
+    `example_index`: the `example_index` of each row of the model's outputs, when known (batches
+    need not follow the examples' order: length-bucketed ones do not).
     `FinetuningTask.score` turns the model's outputs on `batches`, concatenated as
     `model.predict` returns them, into the task's metrics; `kerasbert-finetune` and
     `kerasbert-export --eval_file` both go through it.
@@ -57,6 +60,26 @@ class EvaluationInputs:
     examples: list
     batches: object
     features: object = None
+    example_index: object = None
+
+
+def predict_batches(model, batches):
+    """`(outputs, example_index)`: `model`'s outputs on each of `batches` (dicts with an
+    `example_index`; their lengths may differ from batch to batch, as length-bucketed batches'
+    do), concatenated in batch order as `{name: array}`, and the `example_index` of each row."""
+    outputs, example_index = [], []
+    for batch in batches:
+        outputs.append(model.predict_on_batch(batch))
+        example_index.append(np.asarray(batch["example_index"]))
+    return ({name: np.concatenate([output[name] for output in outputs])
+             for name in outputs[0]}, np.concatenate(example_index))
+
+
+def _example_index(inputs):
+    """The `example_index` of each row of a model's outputs on `inputs.batches`."""
+    if inputs.example_index is not None:
+        return inputs.example_index
+    return np.concatenate([np.asarray(batch["example_index"]) for batch in inputs.batches])
 
 
 class FinetuningTask:
@@ -137,11 +160,19 @@ class GlueFinetuning(FinetuningTask):
 
     def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0, epochs=1):
         return glue.examples_dataset(self.task, examples, tokenizer, settings.max_seq_length,
-                                     batch_size, shuffle=training, seed=seed, epochs=epochs)
+                                     batch_size, shuffle=training, seed=seed, epochs=epochs,
+                                     length_buckets=settings.length_buckets)
+
+    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        inputs = self.evaluation_inputs(examples, tokenizer, settings, batch_size)
+        outputs, example_index = predict_batches(model, inputs.batches)
+        return self.score(dataclasses.replace(inputs, example_index=example_index), outputs,
+                          settings, output_dir, path)
 
     def score(self, inputs, outputs, settings, output_dir=None, path=None):
         examples = inputs.examples
-        predictions = glue.predictions_from_logits(self.task, outputs["logits"])
+        logits = in_example_order(outputs["logits"], _example_index(inputs))
+        predictions = glue.predictions_from_logits(self.task, logits)
         metrics = glue_metrics.glue_metrics(self.task, glue.example_labels(self.task, examples),
                                             predictions)
         if output_dir is not None:
@@ -161,8 +192,9 @@ class GlueFinetuning(FinetuningTask):
 
     def _predictions(self, model, examples, tokenizer, settings, batch_size):
         dataset = self.dataset(examples, tokenizer, settings, batch_size, training=False)
-        logits = model.predict(dataset, verbose=0)["logits"]
-        return glue.predictions_from_logits(self.task, logits)
+        outputs, example_index = predict_batches(model, dataset)
+        return glue.predictions_from_logits(
+            self.task, in_example_order(outputs["logits"], example_index))
 
     def _split(self, path):
         try:

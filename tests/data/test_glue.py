@@ -343,7 +343,8 @@ def test_batches_are_packed_as_transformers_packs_them(tmp_path, tokenizers, fam
     ours, reference = tokenizers[family]
     path = write_official_file(tmp_path, task, split)
     examples = list(glue_examples(task, str(path)))
-    dataset = glue_dataset(task, str(path), ours, max_seq_length=24, batch_size=4)
+    dataset = glue_dataset(task, str(path), ours, max_seq_length=24, batch_size=4,
+                           length_buckets=False)
     assert dataset.element_spec["token_ids"].shape.as_list() == [None, 24]
     batches = all_batches(dataset)
     texts = [e.text_a for e in examples]
@@ -391,14 +392,17 @@ def test_shuffling_is_deterministic_under_the_seed_and_reshuffles_every_pass(tmp
     assert passes(seed=2, count=1)[0] != [first]
 
 
-def test_wordnet_gloss_demo_dataset(tokenizers):
+@pytest.mark.parametrize("length_buckets", [False, True])
+def test_wordnet_gloss_demo_dataset(tokenizers, length_buckets):
     dataset = glue_dataset("wordnet_gloss", demo.classification_files()["test"],
                            tokenizers["bert"][0], max_seq_length=32, batch_size=64,
-                           drop_remainder=True)
-    assert dataset.element_spec["token_ids"].shape.as_list() == [64, 32]
+                           drop_remainder=True, length_buckets=length_buckets)
+    length = None if length_buckets else 32
+    assert dataset.element_spec["token_ids"].shape.as_list() == [64, length]
     assert dataset.element_spec["labels"].shape.as_list() == [64]
     assert dataset.cardinality() == 11_574 // 64
     batch = next(iter(dataset))
+    assert batch["token_ids"].shape[1] in ((16, 32) if length_buckets else (32,))
     assert tf.reduce_all(batch["segment_ids"] == 0)
     assert 0 <= int(tf.reduce_min(batch["labels"])) and int(tf.reduce_max(batch["labels"])) < 45
 

@@ -50,8 +50,9 @@ def train(model, examples, epochs, learning_rate, tokenizer, seed):
 
 def predictions(model, examples, tokenizer):
     """The predicted label ids of `model` on `examples`."""
-    logits = model.predict(examples_dataset(TASK, examples, tokenizer, MAX_LENGTH, 256),
-                           verbose=0)["logits"]
+    # Fixed padding keeps the examples' order (length-bucketed batches come shortest first).
+    logits = model.predict(examples_dataset(TASK, examples, tokenizer, MAX_LENGTH, 256,
+                                            length_buckets=False), verbose=0)["logits"]
     return np.asarray(predictions_from_logits(TASK, logits))
 
 
