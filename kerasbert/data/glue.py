@@ -163,11 +163,11 @@ def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=3
     (None: forever); each pass's order is then a function of `seed` and the pass alone
     (`kerasbert.data.passes`), so a checkpointed iterator resumes it.
 
-    `length_buckets` (the default): batches are grouped by length and `length` is the smallest
-    of `length_buckets.bucket_lengths(max_seq_length)` that holds the batch's longest example
-    (`kerasbert.data.length_buckets`: without `shuffle`, batches ascend in length; map outputs
-    back with `example_index`). Without it, `length` is `max_seq_length` and batches follow
-    the examples' order (or the pass's shuffled order).
+    `length_buckets` (the default): `length` is the smallest of
+    `length_buckets.bucket_lengths(max_seq_length)` that holds the batch's longest example;
+    with `shuffle`, batches are grouped by length within windows of the pass's order; without
+    it, batches keep the examples' order (`kerasbert.data.length_buckets`). Without
+    `length_buckets`, `length` is `max_seq_length`.
 
     >>> import kerasbert.data.demo, kerasbert.zoo
     >>> tokenizer = kerasbert.zoo.build_tokenizer(

@@ -15,8 +15,9 @@ each window of `window_batches * batch_size` consecutive examples is sorted by l
 cut into batches, and the batches of the window are played in an order drawn from `seed` and the
 window's first example: random, the same for the same seed, and a pure function of the pass (no
 generator state), so a checkpointed iterator resumes exactly. Without `shuffle` (evaluation and
-prediction), the whole set is one window, batches ascending in length: the model's outputs come
-in that order, and `example_index` in each batch maps them back (`in_example_order`).
+prediction), batches hold consecutive examples in the examples' order, each padded to its own
+bucket: `model.predict` on such a dataset gives rows in the examples' order, as with fixed
+padding (`example_index` in each batch still says which example each row is).
 
 Since every window but the last holds a whole number of batches, a pass has as many batches
 as without buckets, and the batches as many examples.
@@ -60,19 +61,21 @@ def length_grouped(lengths, batch_size, *, shuffle=False, seed=0, drop_remainder
                    window_batches=WINDOW_BATCHES):
     """A `make_pass` for `kerasbert.data.passes.example_passes`: batches (int64 example indices)
     of a pass's examples grouped by their `lengths` (one per example), in the order the module
-    docstring describes. Without `shuffle`, one window holds the whole pass.
+    docstring describes. Without `shuffle`, batches keep the examples' order.
 
     >>> from kerasbert.data.passes import example_passes
     >>> make_pass = length_grouped([5, 1, 4, 2, 3], batch_size=2)
     >>> [batch.numpy().tolist() for batch in example_passes(5, make_pass)]
-    [[1, 3], [4, 2], [0]]
+    [[0, 1], [2, 3], [4]]
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if window_batches < 1:
         raise ValueError(f"window_batches must be at least 1, got {window_batches}")
+    if not shuffle:
+        return lambda indices: indices.batch(batch_size, drop_remainder=drop_remainder)
     lengths = tf.constant(np.asarray(lengths), tf.int32)
-    window = window_batches * batch_size if shuffle else int(lengths.shape[0])
+    window = window_batches * batch_size
     key = tf.constant([seed, _SALT], tf.int64)
 
     def window_batches_of(indices):
@@ -80,12 +83,11 @@ def length_grouped(lengths, batch_size, *, shuffle=False, seed=0, drop_remainder
         count = tf.size(ordered, out_type=tf.int64)
         usable = count // batch_size * batch_size if drop_remainder else count
         starts = tf.range(0, usable, batch_size, dtype=tf.int64)
-        if shuffle:
-            last = tf.size(starts, out_type=tf.int64) - 1
-            order = tf.random.experimental.index_shuffle(
-                tf.range(last + 1), tf.random.experimental.stateless_fold_in(key, indices[0]),
-                tf.maximum(last, 0))
-            starts = tf.gather(starts, order)
+        last = tf.size(starts, out_type=tf.int64) - 1
+        order = tf.random.experimental.index_shuffle(
+            tf.range(last + 1), tf.random.experimental.stateless_fold_in(key, indices[0]),
+            tf.maximum(last, 0))
+        starts = tf.gather(starts, order)
         shape = [batch_size if drop_remainder else None]
         return tf.data.Dataset.from_tensor_slices(starts).map(lambda start: tf.ensure_shape(
             ordered[start:tf.minimum(start + batch_size, count)], shape))
