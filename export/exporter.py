@@ -54,7 +54,10 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     `saved_model`, `tflite`, `onnx`. `quantize`: the TFLite variants, any of `none`
     (`model.tflite`), `float16`, `dynamic_int8`, `int8` (full integer, calibrated on the
     first lines of the text files `calibration_data`; the lines after them are where the
-    quantized variants are judged). `text_signatures`: add `serve_text`, `serve_text_pair`
+    quantized variants are judged); with `onnx`, `dynamic_int8` also writes
+    `model_dynamic_int8.onnx` (`model.onnx` is written whatever `quantize` is: ONNX Runtime's
+    fused graph when that verifies, else the unfused one; `onnx_runtime_fusion` in its report
+    entry says which). `text_signatures`: add `serve_text`, `serve_text_pair`
     and `serve_examples` to the SavedModel and, with `tflite`, write `model_text.tflite`
     (WordPiece tokenizers; any other is an error), using `tokenizer` or the model's own.
     `serving_version`: put the SavedModel in `saved_model/<N>/`, TF Serving's layout.
