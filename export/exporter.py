@@ -18,6 +18,8 @@ from kerasbert.export.labelled import METRIC_TOLERANCE_POINTS, LabelledSet
 from kerasbert.export.model_sources import load_export_model
 from kerasbert.export.onnx_model import OPSET, convert_to_onnx
 from kerasbert.export.onnx_model import op_inventory as onnx_op_inventory
+from kerasbert.export.onnx_runtime_variants import (FUSED_CANDIDATE_FILE, ONNX_FILE_NAMES,
+                                                    fused_candidate, quantize_dynamic_int8)
 from kerasbert.export.padding_buckets import expected_width
 from kerasbert.export.report import file_facts, make_report, saved_model_ops, write_report
 from kerasbert.export.runtimes import run_in_fresh_process
@@ -53,7 +55,10 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     `saved_model`, `tflite`, `onnx`. `quantize`: the TFLite variants, any of `none`
     (`model.tflite`), `float16`, `dynamic_int8`, `int8` (full integer, calibrated on the
     first lines of the text files `calibration_data`; the lines after them are where the
-    quantized variants are judged). `text_signatures`: add `serve_text`, `serve_text_pair`
+    quantized variants are judged); with `onnx`, `dynamic_int8` also writes
+    `model_dynamic_int8.onnx` (`model.onnx` is written whatever `quantize` is: ONNX Runtime's
+    fused graph when that verifies, else the unfused one; `onnx_runtime_fusion` in its report
+    entry says which). `text_signatures`: add `serve_text`, `serve_text_pair`
     and `serve_examples` to the SavedModel and, with `tflite`, write `model_text.tflite`
     (WordPiece tokenizers; any other is an error), using `tokenizer` or the model's own.
     `serving_version`: put the SavedModel in `saved_model/<N>/`, TF Serving's layout.
@@ -115,7 +120,7 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
             if text_signatures:
                 builder.text_tflite()
         if "onnx" in formats:
-            builder.onnx()
+            builder.onnx(quantize)
         _ArtifactVerifier(builder).verify()
         report = make_report(model, tokenizer, builder.artifacts, max_seq_length, OPSET,
                              sets.describe(), _labelled_report(labelled))
@@ -194,6 +199,7 @@ class _ArtifactBuilder:
         self.cases = maker.verification_cases()
         self.agreement_batches = maker.agreement_inputs()
         self.artifacts = {}    # name -> report entry
+        self.candidates = {}   # name -> report entry of a file that replaces an artifact if it verifies
         self.runs = {}         # runtime -> list of artifact dicts (path, calls, ...)
 
     def saved_model(self, text_signatures, serving_version):
@@ -246,14 +252,53 @@ class _ArtifactBuilder:
                                               "calls": self._text_calls(("serve_text",))},
                        "float32")
 
-    def onnx(self):
+    def onnx(self, quantize):
+        """`model.onnx` (ONNX Runtime's fused graph when that verifies, see `_fused_onnx`) and,
+        with `dynamic_int8` in `quantize`, `model_dynamic_int8.onnx`."""
         proto = convert_to_onnx(self.model)
-        path = os.path.join(self.work_dir, "model.onnx")
+        path = os.path.join(self.work_dir, ONNX_FILE_NAMES["none"])
         onnx.save(proto, path)
         entry = self._entry("model.onnx", "model.onnx", ops=onnx_op_inventory(proto),
                             opset=OPSET)
         self._schedule("onnx", entry, {"path": path, "calls": self._id_calls(),
                                        "latency": self._latency_call()}, "float32")
+        if "dynamic_int8" in quantize:
+            self._dynamic_int8_onnx(path)
+        self._fused_onnx(path, entry)
+
+    def _dynamic_int8_onnx(self, source):
+        name = ONNX_FILE_NAMES["dynamic_int8"]
+        path = os.path.join(self.work_dir, name)
+        try:
+            quantize_dynamic_int8(source, path)
+        except (ValueError, RuntimeError, onnx.checker.ValidationError) as error:
+            raise ExportError(f"{name}: quantization failed: {error}") from None
+        entry = self._entry(name, name, ops=onnx_op_inventory(onnx.load(path)),
+                            quantization="dynamic_int8", opset=OPSET)
+        self._schedule("onnx", entry, {"path": path, "latency": self._latency_call(),
+                                       "calls": self._agreement_calls() + self._labelled_calls()},
+                       "quantized")
+
+    def _fused_onnx(self, path, entry):
+        """Schedule ONNX Runtime's fused graph of `path` as a candidate for `model.onnx`
+        (`_ArtifactVerifier` puts it in place if it verifies); the report's
+        `onnx_runtime_fusion` says what was fused, or why `model.onnx` is not fused."""
+        candidate = os.path.join(self.work_dir, FUSED_CANDIDATE_FILE)
+        try:
+            fusion = fused_candidate(path, encoder_of(self.model).config, candidate)
+        except Exception as error:  # an optional optimization: reported, never fatal
+            fusion = {"fusions": {}, "reason": "ONNX Runtime's transformer optimizer failed: "
+                      f"{type(error).__name__}: {error}"}
+        entry["onnx_runtime_fusion"] = {"fused": False, **fusion}
+        if "reason" in fusion:
+            return
+        candidate_entry = {"path": FUSED_CANDIDATE_FILE, "opset": OPSET,
+                           "ops": onnx_op_inventory(onnx.load(candidate)),
+                           "judged_as": "float32"}
+        self.candidates[FUSED_CANDIDATE_FILE] = candidate_entry
+        self.runs["onnx"].append({"path": candidate, "calls": self._id_calls(),
+                                  "latency": self._latency_call(), "name": FUSED_CANDIDATE_FILE,
+                                  "candidate_for": "model.onnx"})
 
     # --- calls and inputs ---
 
@@ -343,14 +388,41 @@ class _ArtifactVerifier:
     def _judge_runtime(self, runtime, artifacts, info, outputs, references):
         """Judge each artifact of `runtime` on what its fresh process returned."""
         for artifact in artifacts:
-            entry = self.built.artifacts[artifact["name"]]
-            entry.update(info[artifact["name"]])
-            if "error" in entry:
-                self.failures.append(f"{artifact['name']}: fails to load or run in a fresh "
-                                     f"{runtime} process: {entry['error']}")
-                entry["checks"], entry["verified"] = [], False
-                continue
-            self._judge(artifact, entry, outputs, references)
+            failures = len(self.failures)
+            entry = self._judge_artifact(runtime, artifact, info, outputs, references)
+            if artifact.get("candidate_for"):  # its failures only decide whether it is used
+                reasons = self.failures[failures:]
+                del self.failures[failures:]
+                self._settle_candidate(artifact, entry, reasons)
+
+    def _judge_artifact(self, runtime, artifact, info, outputs, references):
+        name = artifact["name"]
+        entry = self.built.artifacts.get(name) or self.built.candidates[name]
+        entry.update(info[name])
+        if "error" in entry:
+            self.failures.append(f"{name}: fails to load or run in a fresh {runtime} process: "
+                                 f"{entry['error']}")
+            entry["checks"], entry["verified"] = [], False
+            return entry
+        self._judge(artifact, entry, outputs, references)
+        return entry
+
+    def _settle_candidate(self, artifact, entry, reasons):
+        """Put a verified candidate (ONNX Runtime's fused graph) in place of the artifact it is
+        for; else remove it, and the artifact's report entry says why."""
+        target = self.built.artifacts[artifact["candidate_for"]]
+        fusion = target["onnx_runtime_fusion"]
+        target_path = os.path.join(self.built.work_dir, target["path"])
+        if entry["verified"]:
+            os.replace(artifact["path"], target_path)
+            fusion.update(fused=True, unfused_ops=target["ops"],
+                          unfused_latency_ms=target.get("latency_ms"))
+            target.update({key: entry[key] for key in ("ops", "checks", "signatures",
+                                                       "latency_ms") if key in entry})
+            return
+        os.remove(artifact["path"])
+        fusion["reason"] = ("the fused graph failed verification, so model.onnx is the unfused "
+                            "graph: " + "; ".join(reasons))
 
     def _references(self):
         """The Keras model's outputs on every call's inputs, by case."""

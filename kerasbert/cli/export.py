@@ -8,7 +8,9 @@
 `--model` takes a `.keras` file, a `kerasbert-pretrain` or `kerasbert-finetune` directory or a
 local Hugging Face folder. Every artifact is reloaded in a fresh process and compared with the
 Keras model before anything appears at `--output_dir`; `export_report.json` says what was
-checked. A quantized variant passes with argmax agreement >= 0.99 on judging texts that did not
+checked. `model.onnx` is ONNX Runtime's fused graph when that verifies (the report's
+`onnx_runtime_fusion` says which, or why not); `--quantize=dynamic_int8` with onnx also writes
+`model_dynamic_int8.onnx`. A quantized variant passes with argmax agreement >= 0.99 on judging texts that did not
 calibrate it or, given `--eval_file` and `--task`, with its task metric within 1 point of the
 Keras model's on that file. Errors, a refused artifact among them, are reported in one line and
 the exit status is 1.
@@ -28,7 +30,8 @@ flags.DEFINE_string("output_dir", None, "Where the artifacts go; must not exist 
                     "empty).", required=True)
 flags.DEFINE_list("formats", list(FORMATS), f"Any of {', '.join(FORMATS)}.")
 flags.DEFINE_list("quantize", ["none"], f"TFLite variants, any of {', '.join(QUANTIZATIONS)} "
-                  "(int8: full integer, needs --calibration_data).")
+                  "(int8: full integer, needs --calibration_data); dynamic_int8 also writes "
+                  "model_dynamic_int8.onnx when onnx is among --formats.")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the text signatures and of "
                      "the verification and calibration inputs.", lower_bound=4)
 flags.DEFINE_boolean("text_signatures", False, "Add serve_text, serve_text_pair and "

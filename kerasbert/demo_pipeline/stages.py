@@ -222,7 +222,8 @@ def _export_metric(run_dir):
             continue
         agreement = min(value["value"] for value in entry["agreement"].values())
         metric = entry["task_metric"]
-        variant = name[len("model_"):-len(".tflite")]
+        stem, _, extension = name[len("model_"):].rpartition(".")
+        variant = stem if extension == "tflite" else f"{stem}_{extension}"
         text += (f"; {variant}: agreement {agreement:.3f}, dev score "
                  f"{metric['score_points']:.2f} (Keras {metric['float_score_points']:.2f})")
         values[variant] = {"agreement": agreement, "dev_score_gap_points": metric["gap_points"]}

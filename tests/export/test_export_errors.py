@@ -8,11 +8,13 @@ import sys
 import keras
 import numpy as np
 import onnx
+import onnxruntime
 import pytest
 
 import kerasbert
 import kerasbert.data.demo
 from kerasbert.export import ExportError, exporter
+from kerasbert.export.onnx_model import op_inventory
 from tests.helpers import TINY_CONFIGS
 
 MAX_SEQ_LENGTH = 24
@@ -139,3 +141,78 @@ def test_the_model_of_a_report_is_reloadable_as_onnx(classifier_file, tmp_path):
     assert [value.name for value in proto.graph.output] == ["logits"]
     assert report["artifacts"]["model.onnx"]["signatures"]["serving_default"]["outputs"][
         "logits"]["shape"][0] == "batch"
+
+
+def _ort_basic_optimized(path, config, candidate_path):
+    """A stand-in for ONNX Runtime's transformer optimizer, which finds nothing to fuse in the
+    tiny tf2onnx graph: ONNX Runtime's own basic graph optimizations (constant folding,
+    redundant node removal) saved as a new file, which must be put in place of model.onnx."""
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(candidate_path)
+    onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return {"fusions": {"stand-in": 1}}
+
+
+def _onnx_logits(path, inputs):
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(["logits"], inputs)[0]
+
+
+def _inputs(model):
+    rng = np.random.default_rng(5)
+    config = kerasbert.models.tasks.encoder_of(model).config
+    ids = rng.integers(1, config.vocab_size, size=(2, 11)).astype("int32")
+    mask = np.ones_like(ids)
+    mask[1, 7:] = 0
+    return {"token_ids": np.where(mask == 1, ids, config.pad_token_id).astype("int32"),
+            "segment_ids": np.zeros_like(ids), "padding_mask": mask}
+
+
+def test_a_verified_optimized_onnx_graph_becomes_model_onnx(classifier_file, tmp_path,
+                                                            monkeypatch):
+    monkeypatch.setattr(exporter, "fused_candidate", _ort_basic_optimized)
+    report = kerasbert.export.export(classifier_file, tmp_path / "out", formats=("onnx",),
+                                     max_seq_length=MAX_SEQ_LENGTH)
+    entry = report["artifacts"]["model.onnx"]
+    fusion = entry["onnx_runtime_fusion"]
+    assert entry["verified"] and fusion["fused"] and fusion["fusions"] == {"stand-in": 1}
+    assert sorted(os.listdir(tmp_path / "out")) == ["export_report.json", "model.onnx"]
+    written = onnx.load(tmp_path / "out" / "model.onnx")
+    assert op_inventory(written) == entry["ops"] != fusion["unfused_ops"]  # the candidate's
+    model = keras.saving.load_model(classifier_file)
+    inputs = _inputs(model)
+    expected = np.asarray(model(inputs)["logits"])
+    np.testing.assert_allclose(_onnx_logits(tmp_path / "out" / "model.onnx", inputs), expected,
+                               atol=1e-5)
+
+
+def test_an_optimized_onnx_graph_that_fails_verification_is_not_used(classifier_file, tmp_path,
+                                                                     monkeypatch):
+    """The candidate's exact GELU turned into Tanh: the export keeps the unfused model.onnx and
+    its report says why."""
+    def broken(path, config, candidate_path):
+        result = _ort_basic_optimized(path, config, candidate_path)
+        proto = onnx.load(candidate_path)
+        for node in proto.graph.node:
+            if node.op_type == "Erf":
+                node.op_type = "Tanh"
+        onnx.save(proto, candidate_path)
+        return result
+    monkeypatch.setattr(exporter, "fused_candidate", broken)
+    model = keras.saving.load_model(classifier_file)
+    model.get_layer("classifier").kernel.assign(
+        100.0 * np.asarray(model.get_layer("classifier").kernel))  # logits of magnitude ~1
+    report = kerasbert.export.export(model, tmp_path / "out", formats=("onnx",),
+                                     max_seq_length=MAX_SEQ_LENGTH)
+    entry = report["artifacts"]["model.onnx"]
+    fusion = entry["onnx_runtime_fusion"]
+    assert entry["verified"] and not fusion["fused"]
+    assert fusion["reason"].startswith("the fused graph failed verification, so model.onnx is "
+                                       "the unfused graph: model_fused_candidate.onnx: output "
+                                       "'logits'"), fusion["reason"]
+    assert sorted(os.listdir(tmp_path / "out")) == ["export_report.json", "model.onnx"]
+    assert "Erf" in entry["ops"]
+    inputs = _inputs(model)
+    np.testing.assert_allclose(_onnx_logits(tmp_path / "out" / "model.onnx", inputs),
+                               np.asarray(model(inputs)["logits"]), atol=1e-4)

@@ -1,0 +1,90 @@
+"""ONNX Runtime's own versions of `model.onnx`: the graph its transformer optimizer fuses
+(`fused_candidate`) and the dynamic-range int8 file (`quantize_dynamic_int8`).
+
+`fused_candidate` runs `onnxruntime.transformers.optimizer.optimize_model(model_type="bert")`
+with the model's `num_heads` and `hidden_size`; the exporter keeps the fused graph as
+`model.onnx` only when a fresh ONNX Runtime process verifies it against the Keras model at
+the float32 tolerance, and otherwise keeps the unfused file and says why in the report.
+`quantize_dynamic_int8` writes `model_dynamic_int8.onnx` with
+`onnxruntime.quantization.quantize_dynamic`: int8 weights per output channel for the dense
+layers (and embedding tables), activations quantized on the fly; the products of two
+activations (attention scores, attention-weighted values) stay float32, as in
+`model_dynamic_int8.tflite`. The exporter judges it by the strict quantized rule of
+`kerasbert.export.compare`.
+"""
+
+import contextlib
+import logging
+import os
+
+ONNX_FILE_NAMES = {"none": "model.onnx", "dynamic_int8": "model_dynamic_int8.onnx"}
+ONNX_QUANTIZATIONS = tuple(ONNX_FILE_NAMES)
+FUSED_CANDIDATE_FILE = "model_fused_candidate.onnx"
+OPTIMIZER_MODEL_TYPE = "bert"
+
+
+def fused_candidate(path, config, candidate_path):
+    """Fuse the ONNX graph at `path` (a model of `config`, an `EncoderConfig`) with ONNX
+    Runtime's transformer optimizer and write it at `candidate_path`; return
+    `{"fusions": {fused op: count}}`, or `{"fusions": {}, "reason": ...}` (nothing written)
+    when the optimizer finds no pattern to fuse.
+
+    >>> import os, tempfile, onnx, kerasbert
+    >>> from kerasbert.export.onnx_model import convert_to_onnx
+    >>> encoder = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1)
+    >>> folder = tempfile.mkdtemp()
+    >>> onnx.save(convert_to_onnx(encoder), os.path.join(folder, "model.onnx"))
+    >>> result = fused_candidate(os.path.join(folder, "model.onnx"), encoder.config,
+    ...                          os.path.join(folder, "fused.onnx"))
+    >>> sorted(result) in (["fusions"], ["fusions", "reason"])
+    True
+    """
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    with _quiet("onnxruntime"):
+        optimized = optimize_model(path, model_type=OPTIMIZER_MODEL_TYPE,
+                                   num_heads=config.num_heads, hidden_size=config.hidden_size)
+    fusions = {name: count for name, count in
+               sorted(optimized.get_fused_operator_statistics().items()) if count}
+    if not fusions:
+        return {"fusions": {}, "reason": (
+            f"ONNX Runtime's transformer optimizer (model_type={OPTIMIZER_MODEL_TYPE!r}, "
+            f"num_heads={config.num_heads}, hidden_size={config.hidden_size}) found no "
+            "attention, LayerNorm, GELU or skip-LayerNorm pattern it fuses in the tf2onnx "
+            "graph")}
+    optimized.save_model_to_file(candidate_path)
+    return {"fusions": fusions}
+
+
+def quantize_dynamic_int8(path, output_path):
+    """Write the dynamic-range int8 version of the ONNX model at `path` to `output_path`.
+
+    >>> import os, tempfile, onnx, kerasbert
+    >>> from kerasbert.export.onnx_model import convert_to_onnx, op_inventory
+    >>> encoder = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1)
+    >>> folder = tempfile.mkdtemp()
+    >>> onnx.save(convert_to_onnx(encoder), os.path.join(folder, "model.onnx"))
+    >>> quantize_dynamic_int8(os.path.join(folder, "model.onnx"), os.path.join(folder, "q.onnx"))
+    >>> "DynamicQuantizeLinear" in op_inventory(onnx.load(os.path.join(folder, "q.onnx")))
+    True
+    """
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    with _quiet("root"):
+        quantize_dynamic(path, output_path, per_channel=True, weight_type=QuantType.QInt8,
+                         extra_options={"MatMulConstBOnly": True})
+    if not os.path.isfile(output_path):
+        raise RuntimeError(f"quantize_dynamic wrote nothing at {output_path}")
+
+
+@contextlib.contextmanager
+def _quiet(name):
+    """The optimizer and quantizer log warnings meant for their own users (a graph that is
+    not PyTorch's, a pre-processing hint); export's report says what matters."""
+    logger = logging.getLogger(None if name == "root" else name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
