@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from kerasbert.cli.one_line_errors import one_line
 from kerasbert.demo_pipeline import QUICK
-from kerasbert.demo_pipeline.runner import (RUN_FILE, StageError, format_table, read_run, run_stage,
-                                       start_run)
+from kerasbert.demo_pipeline.runner import (LOGS_DIR, RUN_FILE, StageError, format_table, read_run,
+                                            run_main_job, run_stage, start_run)
 from kerasbert.demo_pipeline.stages import EXPORT_EVAL_EXAMPLES, Stage, plan
 
 pytestmark = pytest.mark.slow
@@ -141,18 +142,20 @@ def test_a_continued_run_keeps_its_recorded_settings(tmp_path):
 
 
 def test_a_folder_that_is_not_a_run_is_refused_and_kept(tmp_path):
+    """`run_main_job` (what `kerasbert-demo --run_dir` runs) refuses the folder with an
+    `OSError`, which the binary prints as its one line (tests/test_binary_errors.py runs
+    `kerasbert-demo` on a --run_dir it cannot use), and touches nothing in it."""
     folder = tmp_path / "mine"
     for name in ("data/keep.txt", "export/model.txt", "notes.txt"):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(name)
-    result = subprocess.run([DEMO, "--quick", f"--run_dir={folder}"], capture_output=True,
-                            text=True, timeout=600)
-    assert result.returncode != 0 and "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert lines[-1].startswith("kerasbert-demo: error: ") and "not a main-job run" in lines[-1]
+    with pytest.raises(OSError) as raised:
+        run_main_job(str(tmp_path / "runs"), quick=True, run_dir=str(folder))
+    assert one_line(raised.value).startswith(f"{folder} is not empty and is not a main-job run")
     assert sorted(str(path.relative_to(folder)) for path in folder.rglob("*.txt")) == [
         "data/keep.txt", "export/model.txt", "notes.txt"]
     assert not (folder / RUN_FILE).exists()
+    assert not (tmp_path / "runs").exists()
 
 
 def test_terminal_shows_stages_not_tensorflow_noise(interrupted_then_finished):
@@ -220,12 +223,18 @@ def test_curves_png(run_dir):
 
 
 def test_a_failing_stage_is_one_named_line(tmp_path):
+    """A stage's binary that fails (here on a flag out of bounds, before TensorFlow starts) is a
+    `StageError` of one line: the stage, its binary, the binary's own error line, the log."""
     stage = Stage("export", "export", "kerasbert-export",
-                  {"model": str(tmp_path / "missing.keras"), "output_dir": str(tmp_path / "out")},
+                  {"model": str(tmp_path / "missing.keras"), "output_dir": str(tmp_path / "out"),
+                   "max_seq_length": 2},
                   "out", False, None)
-    with pytest.raises(StageError, match=r"stage export \(kerasbert-export\) failed: "
-                                         r"kerasbert-export: error: .*missing.keras"):
+    with pytest.raises(StageError) as raised:
         run_stage(stage, str(tmp_path))
+    assert str(raised.value) == (
+        "stage export (kerasbert-export) failed: kerasbert-export: error: flag "
+        "--max_seq_length=2: 2 is not integer >= 4 "
+        f"(full log: {tmp_path / LOGS_DIR / 'export.log'}; rerun to continue)")
     assert not (tmp_path / "stages" / "export.json").exists()
 
 

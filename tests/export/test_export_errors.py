@@ -13,6 +13,7 @@ import pytest
 
 import kerasbert
 import kerasbert.data.demo
+from kerasbert.cli.one_line_errors import one_line
 from kerasbert.export import ExportError, exporter
 from kerasbert.export.onnx_model import op_inventory
 from tests.helpers import TINY_CONFIGS
@@ -42,18 +43,11 @@ def assert_left_nothing(output_dir):
 
 @pytest.mark.parametrize("flags, named", [
     (["--model=/no/such/model.keras"], "/no/such/model.keras"),
-    (["--formats=saved_model,pdf"], "pdf"),
-    (["--quantize=none,int8"], "calibration_data"),
-    (["--quantize=int4"], "int4"),
-    (["--text_signatures"], "tokenizer"),
     (["--calibration_data=/no/such/text.txt", "--quantize=int8"], "/no/such/text.txt"),
-    (["--eval_file=/no/such/dev.tsv"], "--task"),
-    (["--task=wordnet_gloss"], "--eval_file"),
-    (["--eval_file=/no/such/dev.json", "--task=squad_v1"], "question_answering"),
-    (["--eval_file=/no/such/dev.tsv", "--task=wordnet_gloss"], "45 labels"),
-    (["--eval_file=/no/such/dev.tsv", "--task=no_such_task"], "no_such_task"),
 ])
-def test_bad_input_is_one_line_naming_it(flags, named, classifier_file, tmp_path):
+def test_a_missing_path_is_one_line_naming_it(flags, named, classifier_file, tmp_path):
+    """The binary's one line for a path that does not exist (the other bad arguments raise the
+    same way from `export`, below)."""
     output_dir = tmp_path / "out"
     default_model = [] if any(flag.startswith("--model") for flag in flags) else [
         f"--model={classifier_file}"]
@@ -63,6 +57,28 @@ def test_bad_input_is_one_line_naming_it(flags, named, classifier_file, tmp_path
     lines = completed.stderr.strip().splitlines()
     assert "Traceback" not in completed.stderr
     assert lines[-1].startswith("kerasbert-export: error:") and named in lines[-1], lines[-1]
+    assert_left_nothing(output_dir)
+
+
+@pytest.mark.parametrize("arguments, named", [
+    ({"formats": ["saved_model", "pdf"]}, "pdf"),
+    ({"quantize": ["none", "int8"]}, "calibration_data"),
+    ({"quantize": ["int4"]}, "int4"),
+    ({"text_signatures": True}, "tokenizer"),
+    ({"eval_file": "/no/such/dev.tsv"}, "--task"),
+    ({"task": "wordnet_gloss"}, "--eval_file"),
+    ({"eval_file": "/no/such/dev.json", "task": "squad_v1"}, "question_answering"),
+    ({"eval_file": "/no/such/dev.tsv", "task": "wordnet_gloss"}, "45 labels"),
+    ({"eval_file": "/no/such/dev.tsv", "task": "no_such_task"}, "no_such_task"),
+])
+def test_bad_arguments_are_an_error_naming_them(arguments, named, classifier_file, tmp_path):
+    """`export` (what `kerasbert-export` calls with its flags) raises an error the binary prints
+    as one line (a `ValueError` or `OSError`) naming the bad argument, and leaves nothing."""
+    output_dir = tmp_path / "out"
+    with pytest.raises((ValueError, OSError)) as raised:
+        kerasbert.export.export(classifier_file, output_dir, max_seq_length=MAX_SEQ_LENGTH,
+                                **arguments)
+    assert named in one_line(raised.value), one_line(raised.value)
     assert_left_nothing(output_dir)
 
 
