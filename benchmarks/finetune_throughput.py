@@ -47,14 +47,27 @@ steps the same way. s/step is the median (it keeps a burst of load from other
 processes out of the figure; the load average is printed before and after).
 Speed ratios are the peer's s/step over ours (above 1: ours is faster).
 
+Precision (`--precisions`): each Keras run under each dtype policy given, float32 and/or
+`mixed_bfloat16` (`keras.config.set_dtype_policy` before the model is built: float32
+variables, bfloat16 compute); PyTorch runs in float32 only. Under `mixed_bfloat16` the rows
+say so. For classification, ours' inference is timed too: `kerasbert.models.inference_function(model)`
+(its default: XLA in float32, no XLA under bfloat16 on a CPU, see `kerasbert.bfloat16`), plus
+float32 with `jit_compile=False`, on the training batch, median of `--steps` calls after one
+untimed call.
+
 Targets: ours >= 1.2x keras-hub (classification) and >= 1.3x PyTorch eager
-(both tasks). The exit status is non-zero only on errors, never on a missed target.
+(both tasks); with both precisions, for classification: ours' bfloat16 step >= 1.7x ours'
+float32 step, >= 1.1x keras-hub's bfloat16 step, and ours' bfloat16 inference >= 1.6x ours'
+float32 inference (each side at its faster mode). The exit status is non-zero only on errors,
+never on a missed target.
 
 Run from the repository root, on an otherwise idle machine (on 2 cores PyTorch's
 OpenMP threads slow down several-fold when other processes share the cores):
 
     python benchmarks/finetune_throughput.py                 # BERT-base, both tasks, ~15 min
-    python benchmarks/finetune_throughput.py --preset=bert_tiny_uncased --steps=3   # smoke run
+    python benchmarks/finetune_throughput.py --smoke     # tiny model, every code path, seconds
+    python benchmarks/finetune_throughput.py --tasks classification --jit_compile auto \
+        --precisions float32 mixed_bfloat16 --steps 3 --warmup 1    # the bfloat16 table
     python benchmarks/finetune_throughput.py --tasks classification --jit_compile xla --markdown
 """
 
@@ -76,6 +89,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 import kerasbert  # noqa: E402
+from kerasbert.bfloat16 import cpu_bfloat16_flags  # noqa: E402
 
 from keras_timing import fit_throughput  # noqa: E402
 from reporting import check_line, format_table  # noqa: E402
@@ -89,6 +103,8 @@ LEARNING_RATE, WEIGHT_DECAY, EPSILON, CLIPNORM, WARMUP_FRACTION = 2e-5, 0.01, 1e
 JIT_MODES = {"both": ("auto", True), "auto": ("auto",), "xla": (True,)}
 OURS, HUB, PYTORCH = "kerasbert", "keras-hub", "PyTorch eager"
 HUB_TARGET, PYTORCH_TARGET = 1.2, 1.3
+PRECISIONS = ("float32", "mixed_bfloat16")
+BF16_STEP_TARGET, BF16_HUB_TARGET, BF16_INFERENCE_TARGET = 1.7, 1.1, 1.6
 
 
 def synthetic_batch(config, task, batch_size, seed=0):
@@ -240,32 +256,74 @@ def run_pytorch(config, task, batch, warmup, steps):
     return (*result, params), attention
 
 
-def mode_name(base, jit_compile):
-    return f"{base} XLA" if jit_compile is True else f"{base} default"
+def mode_name(base, jit_compile, precision="float32"):
+    name = f"{base} XLA" if jit_compile is True else f"{base} default"
+    return name if precision == "float32" else f"{name} {precision}"
 
 
-def measure_task(config, task, batch_size, warmup, steps, jit_modes):
+def inference_seconds(config, batch, calls, jit_compile="auto"):
+    """Median seconds of `kerasbert.models.inference_function(model, jit_compile)` on the
+    classification batch (under the global dtype policy), after one untimed call."""
+    model = kerasbert.models.build_task_model(config, "sequence_classification",
+                                              num_labels=NUM_LABELS)
+    infer = kerasbert.models.inference_function(model, jit_compile=jit_compile)
+    inputs = {name: tf.constant(batch[name]) for name in ("token_ids", "segment_ids",
+                                                          "padding_mask")}
+    np.asarray(infer(inputs)["logits"])
+    seconds = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        np.asarray(infer(inputs)["logits"])
+        seconds.append(time.perf_counter() - start)
+    del model, infer
+    keras.backend.clear_session()
+    gc.collect()
+    return statistics.median(seconds)
+
+
+def measure_inference(config, batch, calls, precision):
+    """`{row name: s/batch}` of ours' inference under `precision`."""
+    print(f"  {OURS} inference ({precision}) ...", file=sys.stderr, flush=True)
+    if precision == "float32":
+        return {f"{OURS} inference_function (XLA)": inference_seconds(config, batch, calls),
+                f"{OURS} inference_function(jit_compile=False)": inference_seconds(
+                    config, batch, calls, jit_compile=False)}
+    return {f"{OURS} inference_function {precision} (no XLA on CPU)": inference_seconds(
+        config, batch, calls)}
+
+
+def measure_task(config, task, batch_size, warmup, steps, jit_modes, precision="float32"):
     """`{run name: (warm-up s, s/step, parameters)}`, ours' and keras-hub's fastest run names
-    (keras-hub's None for QA) and PyTorch's attention implementation."""
+    (keras-hub's None for QA), PyTorch's attention implementation (None under bfloat16:
+    PyTorch runs in float32 only) and ours' inference times (classification only), with the
+    Keras models under the dtype policy `precision`."""
     batch = synthetic_batch(config, task, batch_size)
     total = warmup + steps
-    print(f"{task}, seq {SEQ_LENGTH[task]}, batch {batch_size}:", file=sys.stderr, flush=True)
+    print(f"{task}, seq {SEQ_LENGTH[task]}, batch {batch_size}, {precision}:", file=sys.stderr,
+          flush=True)
+    keras.config.set_dtype_policy(precision)
     results = {}
     for jit in jit_modes:
-        name = mode_name(OURS, jit)
+        name = mode_name(OURS, jit, precision)
         results[name] = run_keras(name, lambda: build_ours(config, task, jit, total), batch,
                                   warmup, steps)
-    ours = min((mode_name(OURS, jit) for jit in jit_modes), key=lambda name: results[name][1])
-    hub = None
+    ours = min((mode_name(OURS, jit, precision) for jit in jit_modes),
+               key=lambda name: results[name][1])
+    hub, inference = None, {}
     if task == "classification":
         hub_batch = keras_hub_batch(batch)
         for jit in jit_modes:
-            name = mode_name(HUB, jit)
+            name = mode_name(HUB, jit, precision)
             results[name] = run_keras(name, lambda: build_keras_hub(config, jit, total),
                                       hub_batch, warmup, steps)
-        hub = min((mode_name(HUB, jit) for jit in jit_modes), key=lambda name: results[name][1])
-    results[PYTORCH], attention = run_pytorch(config, task, batch, warmup, steps)
-    return results, ours, hub, attention
+        hub = min((mode_name(HUB, jit, precision) for jit in jit_modes),
+                  key=lambda name: results[name][1])
+        inference = measure_inference(config, batch, steps, precision)
+    keras.config.set_dtype_policy("float32")
+    attention = None
+    if precision == "float32":
+        results[PYTORCH], attention = run_pytorch(config, task, batch, warmup, steps)
+    return results, ours, hub, attention, inference
 
 
 def main():
@@ -281,8 +339,18 @@ def main():
     parser.add_argument("--jit_compile", choices=tuple(JIT_MODES), default="both",
                         help="Keras models: default jit_compile ('auto'), XLA, or both (the "
                              "faster counts)")
+    parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=["float32"],
+                        help="dtype policies of the Keras runs (PyTorch: float32 only)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="every code path on a tiny model in seconds: bert_tiny_uncased "
+                             "(2 layers), both tasks, both precisions, both jit modes, batch 2, "
+                             "1 warm-up and 2 timed steps")
     parser.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     args = parser.parse_args()
+    if args.smoke:
+        args.preset, args.tasks, args.precisions, args.jit_compile = (
+            "bert_tiny_uncased", list(TASKS), list(PRECISIONS), "both")
+        args.steps, args.warmup, args.batch_size_classification, args.batch_size_qa = 2, 1, 2, 2
     if args.steps < 1 or args.warmup < 1:
         parser.error("--steps and --warmup must be at least 1")
     config = kerasbert.zoo.get_config(args.preset)
@@ -290,25 +358,27 @@ def main():
         parser.error(f"--preset must be a BERT preset, got {args.preset} ({config.family})")
     batch_sizes = {"classification": args.batch_size_classification, "qa": args.batch_size_qa}
     jit_modes = JIT_MODES[args.jit_compile]
+    precisions = list(dict.fromkeys(args.precisions))
 
     load_before = os.getloadavg()[0]
-    measured = {task: measure_task(config, task, batch_sizes[task], args.warmup, args.steps,
-                                   jit_modes)
-                for task in args.tasks}
+    measured = {(task, precision): measure_task(config, task, batch_sizes[task], args.warmup,
+                                                args.steps, jit_modes, precision)
+                for task in args.tasks for precision in precisions}
 
     print(f"BERT fine-tuning throughput ({args.preset}, random weights), CPU, {os.cpu_count()} "
-          f"cores; synthetic batch repeated, no padding; AdamW({LEARNING_RATE}, weight decay "
+          f"cores, CPU bfloat16 flags: {', '.join(cpu_bfloat16_flags()) or 'none'}; synthetic "
+          f"batch repeated, no padding; AdamW({LEARNING_RATE}, weight decay "
           f"{WEIGHT_DECAY}, epsilon {EPSILON}, global clip norm {CLIPNORM}, linear warm-up "
           f"{WARMUP_FRACTION:.0%} and decay) in every framework.")
     print(f"tensorflow {tf.__version__}, keras {keras.__version__}, keras-hub "
           f"{keras_hub.__version__}, kerasbert {kerasbert.__version__}, torch {torch.__version__}, "
           f"transformers {transformers.__version__}.")
-    attentions = sorted({attention for *_, attention in measured.values()})
+    attentions = sorted({attention for *_, attention, _ in measured.values() if attention})
     print(f"TensorFlow: default thread pools (intra-op "
           f"{tf.config.threading.get_intra_op_parallelism_threads()}, inter-op "
           f"{tf.config.threading.get_inter_op_parallelism_threads()}; 0 = all cores). PyTorch: "
           f"default threads ({torch.get_num_threads()}), attention implementation "
-          f"{', '.join(attentions)}.")
+          f"{', '.join(attentions) or 'n/a'}.")
     print(f"{args.warmup} warm-up step(s) per run (tracing / XLA compilation: 'warm-up s'), then "
           f"{args.steps} timed steps, each ended by reading its loss; s/step is the median.")
     print(f"1-minute load average: {load_before:.2f} before, {os.getloadavg()[0]:.2f} after "
@@ -318,7 +388,7 @@ def main():
     print()
     header = ["task", "seq", "batch", "run", "params", "warm-up s", "s/step", "steps/s"]
     rows = []
-    for task, (results, ours, hub, _) in measured.items():
+    for (task, _), (results, ours, hub, _, _) in measured.items():
         for name, (warmup_seconds, step_seconds, params) in results.items():
             rows.append([task, str(SEQ_LENGTH[task]), str(batch_sizes[task]),
                          name + (" *" if name in (ours, hub) else ""), f"{params / 1e6:.1f}M",
@@ -326,30 +396,66 @@ def main():
                          f"{1 / step_seconds:.2f}"])
     print(format_table(header, rows, args.markdown))
     print()
-    header = ["task", "seq", "batch", "ours s/step", "keras-hub s/step", "PyTorch s/step",
-              "keras-hub / ours", "PyTorch / ours"]
+    header = ["task", "precision", "seq", "batch", "ours s/step", "keras-hub s/step",
+              "PyTorch s/step", "keras-hub / ours", "PyTorch / ours"]
     rows = []
-    for task, (results, ours, hub, _) in measured.items():
-        ours_seconds, torch_seconds = results[ours][1], results[PYTORCH][1]
+    for (task, precision), (results, ours, hub, _, _) in measured.items():
+        ours_seconds = results[ours][1]
         hub_cells = (["n/a", "n/a"] if hub is None else
-                     [f"{results[hub][1]:.3f} ({hub.split()[-1]})",
+                     [f"{results[hub][1]:.3f} ({hub.split()[1]})",
                       f"{results[hub][1] / ours_seconds:.2f}x"])
-        rows.append([task, str(SEQ_LENGTH[task]), str(batch_sizes[task]),
-                     f"{ours_seconds:.3f} ({ours.split()[-1]})", hub_cells[0],
-                     f"{torch_seconds:.3f}", hub_cells[1], f"{torch_seconds / ours_seconds:.2f}x"])
+        torch_cells = (["n/a", "n/a"] if PYTORCH not in results else
+                       [f"{results[PYTORCH][1]:.3f}",
+                        f"{results[PYTORCH][1] / ours_seconds:.2f}x"])
+        rows.append([task, precision, str(SEQ_LENGTH[task]), str(batch_sizes[task]),
+                     f"{ours_seconds:.3f} ({ours.split()[1]})", hub_cells[0], torch_cells[0],
+                     hub_cells[1], torch_cells[1]])
     print(format_table(header, rows, args.markdown))
-    if "qa" in measured:
+    if "qa" in args.tasks:
         print("keras-hub has no span QA task: n/a.")
+    if "mixed_bfloat16" in precisions:
+        print("PyTorch runs in float32 only: n/a under mixed_bfloat16.")
+    inference = {name: seconds for *_, times in measured.values() for name, seconds in
+                 times.items()}
+    if inference:
+        print()
+        print(format_table(["classification inference (seq 128, batch "
+                            f"{batch_sizes['classification']})", "s/batch"],
+                           [[name, f"{seconds:.4f}"] for name, seconds in inference.items()],
+                           args.markdown))
+    both = "classification" in args.tasks and set(PRECISIONS) <= set(precisions)
+    if both:
+        float32, bf16 = (measured["classification", precision] for precision in PRECISIONS)
+        ours_ratio = float32[0][float32[1]][1] / bf16[0][bf16[1]][1]
+        hub_ratio = float32[0][float32[2]][1] / bf16[0][bf16[2]][1]
+        print()
+        print(f"mixed_bfloat16 speed-up of a training step, classification: ours "
+              f"{ours_ratio:.2f}x ({float32[1]} / {bf16[1]}), keras-hub {hub_ratio:.2f}x "
+              f"({float32[2]} / {bf16[2]}).")
     print()
     print("Targets:")
-    for task, (results, ours, hub, _) in measured.items():
-        if hub is not None:
+    for (task, precision), (results, ours, hub, _, _) in measured.items():
+        if hub is not None and precision == "float32":
             ratio = results[hub][1] / results[ours][1]
             print(check_line(f"{task}: ours >= {HUB_TARGET}x keras-hub", ratio >= HUB_TARGET,
                              f"{hub} / {ours} = {ratio:.2f}x"))
-        ratio = results[PYTORCH][1] / results[ours][1]
-        print(check_line(f"{task}: ours >= {PYTORCH_TARGET}x PyTorch eager",
-                         ratio >= PYTORCH_TARGET, f"{PYTORCH} / {ours} = {ratio:.2f}x"))
+        if PYTORCH in results:
+            ratio = results[PYTORCH][1] / results[ours][1]
+            print(check_line(f"{task}: ours >= {PYTORCH_TARGET}x PyTorch eager",
+                             ratio >= PYTORCH_TARGET, f"{PYTORCH} / {ours} = {ratio:.2f}x"))
+    if both:
+        print(check_line(f"classification: ours' bfloat16 step >= {BF16_STEP_TARGET}x ours' "
+                         "float32 step", ours_ratio >= BF16_STEP_TARGET, f"{ours_ratio:.2f}x"))
+        ratio = bf16[0][bf16[2]][1] / bf16[0][bf16[1]][1]
+        print(check_line(f"classification: ours' bfloat16 step >= {BF16_HUB_TARGET}x keras-hub's "
+                         "bfloat16 step", ratio >= BF16_HUB_TARGET,
+                         f"{bf16[2]} / {bf16[1]} = {ratio:.2f}x"))
+        (float32_name, float32_seconds), (bf16_name, bf16_seconds) = (
+            next(iter(float32[4].items())), next(iter(bf16[4].items())))
+        ratio = float32_seconds / bf16_seconds
+        print(check_line(f"classification: ours' bfloat16 inference >= {BF16_INFERENCE_TARGET}x "
+                         "ours' float32", ratio >= BF16_INFERENCE_TARGET,
+                         f"{float32_name} / {bf16_name} = {ratio:.2f}x"))
 
 
 if __name__ == "__main__":

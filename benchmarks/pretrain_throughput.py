@@ -53,10 +53,20 @@ weight and token); plus attention scores and weighted sum, 2 x 2 S H FLOPs per
 token and layer forward, x 3 for training. The exit status is non-zero only on
 errors, never on a missed target.
 
+Precision (`--precisions`): every run under each dtype policy given, float32 and/or
+`mixed_bfloat16` (`keras.config.set_dtype_policy` before the model is built: float32
+variables, bfloat16 compute); rows under `mixed_bfloat16` say so. With both, the targets add:
+ours' bfloat16 step (faster mode) >= 1.7x ours' float32 step, and >= 1.1x keras-hub's
+bfloat16 step (its faster mode). `--no_xla` leaves out the XLA rows (XLA's CPU code does not
+use the bfloat16 units: a bfloat16 step under XLA is slower than float32 on a CPU).
+
 Run from the repository root:
 
     python benchmarks/pretrain_throughput.py                   # both shapes, ~11 minutes
-    python benchmarks/pretrain_throughput.py --quick           # smoke run: 2 timed steps
+    python benchmarks/pretrain_throughput.py --quick           # 2 timed steps per run
+    python benchmarks/pretrain_throughput.py --smoke           # tiny model, every code path, seconds
+    python benchmarks/pretrain_throughput.py --presets bert_base_uncased --no_xla --steps 3 \
+        --precisions float32 mixed_bfloat16                     # the bfloat16 table
     python benchmarks/pretrain_throughput.py --presets bert_mini_uncased --steps 30 --markdown
 """
 
@@ -75,6 +85,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import kerasbert  # noqa: E402
+from kerasbert.bfloat16 import cpu_bfloat16_flags  # noqa: E402
 
 from keras_timing import fit_throughput  # noqa: E402
 from reporting import check_line, format_table  # noqa: E402
@@ -82,14 +93,21 @@ from reporting import check_line, format_table  # noqa: E402
 SEQ_LENGTH, PREDICTIONS = 128, 20
 LEARNING_RATE = 1e-4
 PRESETS = ("bert_mini_uncased", "bert_base_uncased")
-DEFAULT_BATCH = {"bert_mini_uncased": 32, "bert_base_uncased": 8}
-DEFAULT_STEPS = {"bert_mini_uncased": 6, "bert_base_uncased": 4}
+SMOKE_PRESET = "bert_tiny_uncased"
+DEFAULT_BATCH = {"bert_mini_uncased": 32, "bert_base_uncased": 8, SMOKE_PRESET: 2}
+DEFAULT_STEPS = {"bert_mini_uncased": 6, "bert_base_uncased": 4, SMOKE_PRESET: 2}
+PRECISIONS = ("float32", "mixed_bfloat16")
+BF16_STEP_TARGET, BF16_HUB_TARGET = 1.7, 1.1
 FLOPS_PRESET = "bert_base_uncased"
 WARMUP = 1
 SPEEDUP_TARGET, MATMUL_FRACTION_TARGET = 1.2, 0.5
 MATMUL_SIZE, MATMULS_PER_CALL, MATMUL_REPEATS = 2048, 4, 5
 OURS, OURS_XLA, OURS_MLM = "kerasbert MLM+NSP", "kerasbert MLM+NSP XLA", "kerasbert MLM only"
 HUB, HUB_XLA = "keras-hub MLM", "keras-hub MLM XLA"
+
+
+def row_name(name, precision):
+    return name if precision == "float32" else f"{name} {precision}"
 
 
 def synthetic_batch(config, batch, seed=0):
@@ -154,25 +172,31 @@ def run(name, build, batch, warmup, steps):
     return result
 
 
-def measure_preset(preset, batch_size, warmup, steps):
-    """`{row name: (warm-up s, s per step, parameters)}` for one preset, and ours' row name."""
+def measure_preset(preset, batch_size, warmup, steps, precision="float32", xla=True):
+    """`{row name: (warm-up s, s per step, parameters)}` for one preset under the dtype policy
+    `precision` (without the XLA rows unless `xla`), ours' row name and keras-hub's fastest."""
     config = kerasbert.zoo.get_config(preset)
     batch = synthetic_batch(config, batch_size)
     hub_batch = keras_hub_batch(batch)
-    print(f"{preset}, batch {batch_size}:", file=sys.stderr, flush=True)
-    results = {
-        OURS: run(OURS, lambda: build_ours(config, ("mlm", "nsp"), "auto"), batch, warmup, steps),
-        OURS_XLA: run(OURS_XLA, lambda: build_ours(config, ("mlm", "nsp"), True), batch, warmup,
-                      steps),
-    }
-    ours = min((OURS, OURS_XLA), key=lambda name: results[name][1])
-    mlm_jit = True if ours == OURS_XLA else "auto"
-    results[OURS_MLM] = run(f"{OURS_MLM} ({'XLA' if mlm_jit is True else 'default'})",
-                            lambda: build_ours(config, ("mlm",), mlm_jit), batch, warmup, steps)
-    results[HUB] = run(HUB, lambda: build_keras_hub(config, "auto"), hub_batch, warmup, steps)
-    results[HUB_XLA] = run(HUB_XLA, lambda: build_keras_hub(config, True), hub_batch, warmup,
-                           steps)
-    return results, ours
+    print(f"{preset}, batch {batch_size}, {precision}:", file=sys.stderr, flush=True)
+    keras.config.set_dtype_policy(precision)
+    jits = {OURS: "auto", OURS_XLA: True} if xla else {OURS: "auto"}
+    results = {row_name(name, precision): run(
+        row_name(name, precision), lambda: build_ours(config, ("mlm", "nsp"), jit), batch,
+        warmup, steps) for name, jit in jits.items()}
+    ours = min(results, key=lambda name: results[name][1])
+    mlm_jit = True if ours == row_name(OURS_XLA, precision) else "auto"
+    results[row_name(OURS_MLM, precision)] = run(
+        f"{row_name(OURS_MLM, precision)} ({'XLA' if mlm_jit is True else 'default'})",
+        lambda: build_ours(config, ("mlm",), mlm_jit), batch, warmup, steps)
+    hubs = {HUB: "auto", HUB_XLA: True} if xla else {HUB: "auto"}
+    for name, jit in hubs.items():
+        results[row_name(name, precision)] = run(
+            row_name(name, precision), lambda: build_keras_hub(config, jit), hub_batch, warmup,
+            steps)
+    hub = min((row_name(name, precision) for name in hubs), key=lambda name: results[name][1])
+    keras.config.set_dtype_policy("float32")
+    return results, ours, hub
 
 
 def training_flops_per_token(config):
@@ -211,29 +235,40 @@ def main():
     parser.add_argument("--steps", type=int,
                         help="timed steps per run (default: 6 for BERT-mini, 4 for BERT-base)")
     parser.add_argument("--warmup", type=int, default=WARMUP, help="warm-up steps per run")
-    parser.add_argument("--quick", action="store_true", help="smoke run: 2 timed steps")
+    parser.add_argument("--quick", action="store_true", help="2 timed steps per run")
+    parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=["float32"],
+                        help="dtype policies of the runs")
+    parser.add_argument("--no_xla", action="store_true", help="leave out the XLA rows")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"every code path on a tiny model in seconds: {SMOKE_PRESET}, both "
+                             "precisions, with XLA, batch 2, 2 timed steps")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = parser.parse_args()
     if args.quick:
         args.steps = 2
+    if args.smoke:
+        args.presets, args.precisions, args.no_xla = [SMOKE_PRESET], list(PRECISIONS), False
+    precisions = list(dict.fromkeys(args.precisions))
 
     load_before = os.getloadavg()[0]
     matmul_rate = matmul_flops_per_second()
     measured, rows = {}, []
     for preset in args.presets:
-        batch_size, steps = DEFAULT_BATCH[preset], args.steps or DEFAULT_STEPS[preset]
-        results, ours = measure_preset(preset, batch_size, args.warmup, steps)
-        measured[preset] = results, ours, batch_size
-        hub_best = min(results[HUB][1], results[HUB_XLA][1])
-        for name, (warmup_seconds, step_seconds, params) in results.items():
-            rows.append([preset, name + (" *" if name == ours else ""), str(batch_size),
-                         str(steps), f"{params / 1e6:.1f}M", f"{warmup_seconds:.1f}",
-                         f"{step_seconds:.3f}", f"{1 / step_seconds:.2f}",
-                         f"{batch_size * SEQ_LENGTH / step_seconds:,.0f}",
-                         f"{hub_best / step_seconds:.2f}x"])
+        for precision in precisions:
+            batch_size, steps = DEFAULT_BATCH[preset], args.steps or DEFAULT_STEPS[preset]
+            results, ours, hub = measure_preset(preset, batch_size, args.warmup, steps,
+                                                precision, xla=not args.no_xla)
+            measured[preset, precision] = results, ours, hub, batch_size
+            for name, (warmup_seconds, step_seconds, params) in results.items():
+                rows.append([preset, name + (" *" if name == ours else ""), str(batch_size),
+                             str(steps), f"{params / 1e6:.1f}M", f"{warmup_seconds:.1f}",
+                             f"{step_seconds:.3f}", f"{1 / step_seconds:.2f}",
+                             f"{batch_size * SEQ_LENGTH / step_seconds:,.0f}",
+                             f"{results[hub][1] / step_seconds:.2f}x"])
     matmul_rate = max(matmul_rate, matmul_flops_per_second())
 
-    print(f"BERT pretraining throughput (random weights), CPU, {os.cpu_count()} cores; sequence "
+    print(f"BERT pretraining throughput (random weights), CPU, {os.cpu_count()} cores, CPU "
+          f"bfloat16 flags: {', '.join(cpu_bfloat16_flags()) or 'none'}; sequence "
           f"{SEQ_LENGTH}, {PREDICTIONS} masked predictions per sequence, Adam({LEARNING_RATE}) "
           f"(kerasbert.training.Adam for kerasbert, keras.optimizers.Adam for keras-hub), "
           f"synthetic batch repeated.")
@@ -247,7 +282,8 @@ def main():
           "* = ours (the faster kerasbert MLM+NSP mode); the MLM-only row uses ours' mode.")
     print("keras-hub BertMaskedLM trains MLM only; kerasbert MLM+NSP also trains the NSP head "
           "and pooler.")
-    print("'vs keras-hub': keras-hub's best seconds per step (of default and XLA) / this row's.")
+    print("'vs keras-hub': keras-hub's best seconds per step (of its rows in the same "
+          "precision) / this row's.")
     print()
     header = ["preset", "model", "batch", "steps", "params", "warm-up s", "s/step", "steps/s",
               "tokens/s", "vs keras-hub"]
@@ -258,17 +294,30 @@ def main():
           f"{matmul_rate / 1e9:.1f} GFLOP/s")
     print()
     print("Targets:")
-    for preset, (results, ours, _) in measured.items():
-        hub = min((HUB, HUB_XLA), key=lambda name: results[name][1])
+    for (preset, precision), (results, ours, hub, _) in measured.items():
         speedup = results[hub][1] / results[ours][1]
-        like_for_like = results[hub][1] / results[OURS_MLM][1]
-        default_hub = results[HUB][1] / results[ours][1]
-        print(check_line(f"{preset}: ours >= {SPEEDUP_TARGET}x keras-hub tokens/s",
-                         speedup >= SPEEDUP_TARGET,
-                         f"{ours} vs {hub}: {speedup:.2f}x; MLM only vs {hub}: "
-                         f"{like_for_like:.2f}x; {ours} vs {HUB}: {default_hub:.2f}x"))
-    if FLOPS_PRESET in measured:
-        results, ours, batch_size = measured[FLOPS_PRESET]
+        like_for_like = results[hub][1] / results[row_name(OURS_MLM, precision)][1]
+        if precision == "float32":
+            default_hub = results[HUB][1] / results[ours][1]
+            print(check_line(f"{preset}: ours >= {SPEEDUP_TARGET}x keras-hub tokens/s",
+                             speedup >= SPEEDUP_TARGET,
+                             f"{ours} vs {hub}: {speedup:.2f}x; MLM only vs {hub}: "
+                             f"{like_for_like:.2f}x; {ours} vs {HUB}: {default_hub:.2f}x"))
+        else:
+            print(check_line(f"{preset}: ours' {precision} step >= {BF16_HUB_TARGET}x "
+                             f"keras-hub's", speedup >= BF16_HUB_TARGET,
+                             f"{ours} vs {hub}: {speedup:.2f}x; MLM only vs {hub}: "
+                             f"{like_for_like:.2f}x"))
+            if (preset, "float32") in measured:
+                float32 = measured[preset, "float32"]
+                ratio = float32[0][float32[1]][1] / results[ours][1]
+                hub_ratio = float32[0][float32[2]][1] / results[hub][1]
+                print(check_line(f"{preset}: ours' {precision} step >= {BF16_STEP_TARGET}x ours' "
+                                 "float32 step", ratio >= BF16_STEP_TARGET,
+                                 f"{float32[1]} / {ours} = {ratio:.2f}x (keras-hub: "
+                                 f"{float32[2]} / {hub} = {hub_ratio:.2f}x)"))
+    if (FLOPS_PRESET, "float32") in measured:
+        results, ours, _, batch_size = measured[FLOPS_PRESET, "float32"]
         per_token = training_flops_per_token(kerasbert.zoo.get_config(FLOPS_PRESET))
         rate = per_token * batch_size * SEQ_LENGTH / results[ours][1]
         fraction = rate / matmul_rate
@@ -279,7 +328,7 @@ def main():
                          f"{results[ours][1]:.3f} s = {rate / 1e9:.1f} GFLOP/s = {fraction:.0%} "
                          f"of {matmul_rate / 1e9:.1f} GFLOP/s"))
     else:
-        print(f"{FLOPS_PRESET} not measured: no FLOP/s target.")
+        print(f"{FLOPS_PRESET} not measured in float32: no FLOP/s target.")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import time
 
 from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
+from kerasbert.bfloat16 import cpu_bfloat16_flags
 from kerasbert.data import demo
 from kerasbert.demo_pipeline.curves import ARMS, draw_curves
 from kerasbert.demo_pipeline.stages import (AGREEMENT_COUNT, AGREEMENT_FILE, FULL, QUICK,
@@ -114,8 +115,10 @@ def run_main_job(runs_dir="runs", quick=False, run_dir=None, out=print):
     quick, settings = read_run(run_dir)  # a continued run goes on with its own settings
     out(f"{'Continuing' if continuing else 'Starting'} {'a quick' if quick else 'a'} run in "
         f"{run_dir}")
+    precision, reason = training_precision()
+    out(f"Pretraining in {precision}: {reason}")
     started = time.time()
-    stages = plan(run_dir, settings)
+    stages = plan(run_dir, settings, precision)
     results = []
     for number, stage in enumerate(stages, start=1):
         out(f"\n[{number}/{len(stages)}] {stage.title}  ({stage.script})")
@@ -133,6 +136,15 @@ def run_main_job(runs_dir="runs", quick=False, run_dir=None, out=print):
     out(f"Wrote {file_system.join(run_dir, SUMMARY_FILE)} and "
         f"{file_system.join(run_dir, CURVES_FILE)}")
     return summary
+
+
+def training_precision():
+    """`(dtype policy, why)` for the pretraining stage: `mixed_bfloat16` where the CPU computes in
+    bfloat16 natively (`kerasbert.bfloat16`), else float32."""
+    flags = cpu_bfloat16_flags()
+    if flags:
+        return "mixed_bfloat16", f"this CPU computes in bfloat16 natively ({', '.join(flags)})"
+    return "float32", "this CPU has no native bfloat16 (no avx512_bf16 or amx_bf16)"
 
 
 def run_stage(stage, run_dir):

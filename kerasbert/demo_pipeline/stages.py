@@ -96,8 +96,10 @@ class Stage:
         return lines
 
 
-def plan(run_dir, settings):
-    """The stages of a run in `run_dir`, in order."""
+def plan(run_dir, settings, precision="float32"):
+    """The stages of a run in `run_dir`, in order; `precision`: the dtype policy the pretraining
+    stage trains under (`--mixed_precision`). Fine-tuning stays float32: its `model.keras` goes to
+    the export, and the TFLite converter rejects a bfloat16 model's operations."""
     def path(*parts):
         return file_system.join(run_dir, *parts)
 
@@ -154,7 +156,7 @@ def plan(run_dir, settings):
                "warmup_steps": settings.pretrain_steps // 10,
                "steps_per_loop": max(1, min(100, settings.pretrain_steps // 20)),
                "checkpoint_interval": max(1, settings.pretrain_steps // 4),
-               "model_dir": path("pretrain")},
+               "mixed_precision": precision, "model_dir": path("pretrain")},
               "pretrain", True, _pretraining_metric),
         finetune("pretrained", False),
         finetune("from_scratch", True),

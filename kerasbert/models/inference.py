@@ -2,11 +2,16 @@
 
 import tensorflow as tf
 
+from kerasbert.bfloat16 import xla_allowed
 from kerasbert.models.tasks import encoder_of
 
 
-def inference_function(model, jit_compile=True):
+def inference_function(model, jit_compile="auto"):
     """A `tf.function` that runs `model` in inference mode on its int32 inputs.
+
+    `jit_compile`: compile with XLA (True), or not (False); "auto": with XLA, except for a
+    model computing in bfloat16 on a CPU (oneDNN's bfloat16 kernels, which XLA does not use,
+    are the fast path there: `kerasbert.bfloat16`).
 
     `model` is an encoder, a pretraining model or a task model; every input axis is free
     (`[batch, seq]`, `[batch, choices, seq]` for multiple choice).
@@ -30,6 +35,8 @@ def inference_function(model, jit_compile=True):
     signature = {name: tf.TensorSpec([None] * len(tensor.shape), tf.int32, name=name)
                  for name, tensor in model.input.items()}
     max_length = encoder_of(model).config.max_sequence_length
+    if jit_compile == "auto":
+        jit_compile = xla_allowed(model.dtype_policy)
 
     @tf.function(jit_compile=jit_compile, autograph=False)
     def compiled(inputs):

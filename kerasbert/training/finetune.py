@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from kerasbert import file_system
 from kerasbert.atomic_files import atomic_path, remove_stale_siblings
+from kerasbert.bfloat16 import xla_allowed
 from kerasbert.convert import from_hf
 from kerasbert.json_files import read_json_file
 from kerasbert.json_files import write_json_file as write_json
@@ -70,7 +71,8 @@ class FinetuneSettings:
     with `weight_decay` (not on LayerNorm or biases), linear
     warmup over `warmup_proportion` of the steps then linear decay to 0,
     global norm clipping at 1, `layerwise_lr_decay` (None or ELECTRA's
-    factor), `jit_compile`, `checkpoint_interval`, `max_recoveries` (`train`'s);
+    factor), `jit_compile` (not under bfloat16 on a CPU: `kerasbert.bfloat16`),
+    `checkpoint_interval`, `max_recoveries` (`train`'s);
     `tf_data_service`: `grpc://HOST:PORT` of a tf.data service whose workers make the
     training batches (each pass split among them, `kerasbert.data.service`), or None.
 
@@ -238,7 +240,8 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
         train(trained, strategy, train_batches, model_dir, end_step,
               checkpoint_interval=settings.checkpoint_interval,
               steps_per_loop=min(100, settings.checkpoint_interval),
-              jit_compile=settings.jit_compile, max_recoveries=settings.max_recoveries,
+              jit_compile=settings.jit_compile and xla_allowed(strategy=strategy),
+              max_recoveries=settings.max_recoveries,
               save_data_position=settings.tf_data_service is None,
               log=log)
         if tuning_examples is not None:
@@ -517,6 +520,7 @@ def task_files(task, run):
 
 
 def _train_and_eval(run, task, files, log, program):
+    from kerasbert.bfloat16 import precision_plan
     from kerasbert.models.encoder import build_encoder
     from kerasbert.training.distribute import get_strategy, strategy_summary
     from kerasbert.training.pretrained_sources import pretrained_source
@@ -530,6 +534,8 @@ def _train_and_eval(run, task, files, log, program):
     if run.init_from is None and distillation is None:
         raise ValueError("train_and_eval needs --init_from (the pretrained model)")
     strategy = get_strategy(run.strategy, num_gpus=run.num_gpus, tpu=run.tpu)
+    for line in precision_plan(run.mixed_precision, strategy, run.settings.jit_compile)[1]:
+        log(line)
     if run.init_from is None:
         tokenizer = _tokenizer(run, _hf_tokenizer(run.teacher), "--teacher")
         make_encoder = None

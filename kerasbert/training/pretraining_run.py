@@ -11,6 +11,7 @@ from typing import Optional
 import keras
 
 from kerasbert import file_system
+from kerasbert.bfloat16 import precision_plan
 from kerasbert.data.pretraining_input import PretrainingInput
 from kerasbert.json_files import write_json_file
 from kerasbert.training.distribute import get_strategy
@@ -27,7 +28,8 @@ class RunSettings:
     `train_steps`, with the optimizer `create_optimizer(**optimizer)` makes, the tokenizer
     `load_tokenizer(**tokenizer)` loads (None: no tokenizer), on the tf.distribute `strategy`
     (`get_strategy`'s `num_gpus`, `tpu`), from `seed`, with the dtype policy `mixed_precision`;
-    `steps_per_loop`, `checkpoint_interval`, `jit_compile`, `max_recoveries`: `train`'s.
+    `steps_per_loop`, `checkpoint_interval`, `jit_compile` (not under bfloat16 on a CPU:
+    `kerasbert.bfloat16`), `max_recoveries`: `train`'s.
 
     >>> settings = RunSettings("runs/bert", PretrainingInput(text_files=["corpus.txt"]), 10,
     ...                        optimizer={"name": "adamw", "learning_rate": 1e-4})
@@ -70,11 +72,14 @@ class RunSettings:
         return {name: value if name == "lowercase" or value is None
                 else file_system.absolute(value) for name, value in self.tokenizer.items()}
 
-    def start(self):
-        """The strategy, once the seed and the dtype policy are set."""
+    def start(self, log=print):
+        """The strategy, once the seed and the dtype policy are set; under bfloat16, logs whether
+        the device supports it and whether steps use XLA (`precision_plan`)."""
         strategy = get_strategy(self.strategy, num_gpus=self.num_gpus, tpu=self.tpu)
         keras.utils.set_random_seed(self.seed)
         keras.mixed_precision.set_dtype_policy(self.mixed_precision)
+        for line in precision_plan(self.mixed_precision, strategy, self.jit_compile)[1]:
+            log(line)
         return strategy
 
     def create_optimizer(self):
@@ -92,7 +97,9 @@ class RunSettings:
         return train(model, strategy,
                      lambda context: self.input.batches(tokenizer, context, self.seed),
                      self.model_dir, self.train_steps, steps_per_loop=self.steps_per_loop,
-                     checkpoint_interval=self.checkpoint_interval, jit_compile=self.jit_compile,
+                     checkpoint_interval=self.checkpoint_interval,
+                     jit_compile=precision_plan(self.mixed_precision, strategy,
+                                                self.jit_compile)[0],
                      max_recoveries=self.max_recoveries,
                      save_data_position=self.input.saves_data_position)
 

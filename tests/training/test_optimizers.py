@@ -387,6 +387,8 @@ def toy_dataset():
     ("float32", "adamw", False, None),
     ("mixed_float16", "adamw", False, None),
     ("mixed_bfloat16", "lamb", False, None),
+    ("mixed_bfloat16", "adamw", False, None),
+    ("mixed_bfloat16", "adam", False, None),
     ("float32", "adamw", True, 2),
 ])
 def test_compile_and_fit(policy, name, jit_compile, gradient_accumulation_steps):
@@ -398,7 +400,7 @@ def test_compile_and_fit(policy, name, jit_compile, gradient_accumulation_steps)
     model = keras.Model(inputs, logits)
     epochs, steps_per_epoch = 8, 2
     # LAMB's steps are relative to each weight's norm: it takes a larger rate.
-    optimizer = create_optimizer(name, {"adamw": 5e-3, "lamb": 3e-2}[name], num_train_steps=epochs * steps_per_epoch,
+    optimizer = create_optimizer(name, {"adamw": 5e-3, "adam": 5e-3, "lamb": 3e-2}[name], num_train_steps=epochs * steps_per_epoch,
                                  num_warmup_steps=2,
                                  gradient_accumulation_steps=gradient_accumulation_steps)
     model.compile(optimizer=optimizer, loss=keras.losses.BinaryCrossentropy(from_logits=True),
@@ -412,6 +414,7 @@ def test_compile_and_fit(policy, name, jit_compile, gradient_accumulation_steps)
     compute_dtype = {"float32": "float32", "mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}
     sample = next(iter(toy_dataset()))[0]
     assert encoder(sample)["sequence_output"].dtype == compute_dtype[policy]
+    assert {variable.dtype for variable in model.trainable_variables} == {"float32"}
     losses = model.fit(toy_dataset(), epochs=epochs, shuffle=False, verbose=0).history["loss"]
     assert np.all(np.isfinite(losses)), losses
     assert losses[-1] < 0.5 * losses[0], losses

@@ -118,6 +118,20 @@ def test_non_finite_loss_stops_naming_the_step(tmp_path):
     assert "not finite" in result.stderr + result.stdout
 
 
+def test_bfloat16_start_up_line_and_warning(tmp_path, monkeypatch):
+    """On a CPU without bfloat16 (simulated: `KERASBERT_CPUINFO` names a cpuinfo file without
+    the flags), the binary says so, warns, and runs its steps without XLA although asked."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor : 0\nflags : fpu sse2 avx2 avx512f\n")
+    monkeypatch.setenv("KERASBERT_CPUINFO", str(cpuinfo))
+    result = _run(tmp_path / "run", *_text_flags(2), "--mixed_precision=mixed_bfloat16",
+                  "--jit_compile")
+    assert ("bfloat16: NOT supported by this device (CPU without avx512_bf16 or amx_bf16); "
+            "steps run without XLA (--jit_compile is overridden" in result.stdout)
+    assert "Warning: mixed_bfloat16 on a device without native bfloat16" in result.stdout
+    assert "Done:" in result.stdout and "step 2" in result.stdout
+
+
 def test_bad_flags_are_named(tmp_path):
     result = _run(tmp_path / "run", "--train_steps=5", check=False)
     assert result.returncode != 0 and "--input_files and --text_files" in result.stderr
