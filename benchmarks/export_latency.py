@@ -129,7 +129,7 @@ import kerasbert.export  # noqa: E402
 from kerasbert.data import demo  # noqa: E402
 from kerasbert.export.signatures import serving_function  # noqa: E402
 
-from reporting import check_line, format_table  # noqa: E402
+from reporting import check_line, format_table, smoke_banner  # noqa: E402
 
 SEQ_LENGTH, NUM_LABELS, THREADS, SEED = 128, 2, 2, 0
 SCALED_MARGIN, CENTRED_MARGIN_STD = 4.0, 2.0
@@ -608,6 +608,7 @@ def main():
     args = parser.parse_args()
     if args.smoke:
         vars(args).update(SMOKE_TIMING)
+        print(smoke_banner())
     if args.rounds < 1 or args.calls < 1 or args.warmup < 1:
         parser.error("--rounds, --calls and --warmup must be at least 1")
     config = kerasbert.zoo.get_config(args.preset)

@@ -92,7 +92,7 @@ import kerasbert  # noqa: E402
 from kerasbert.bfloat16 import cpu_bfloat16_flags  # noqa: E402
 
 from keras_timing import fit_throughput  # noqa: E402
-from reporting import check_line, format_table  # noqa: E402
+from reporting import check_line, format_table, smoke_banner  # noqa: E402
 
 TASKS = ("classification", "qa")
 KERASBERT_TASK = {"classification": "sequence_classification", "qa": "question_answering"}
@@ -350,6 +350,7 @@ def main():
     if args.smoke:
         args.preset, args.tasks, args.precisions, args.jit_compile = (
             "bert_tiny_uncased", list(TASKS), list(PRECISIONS), "both")
+        print(smoke_banner())
         args.steps, args.warmup, args.batch_size_classification, args.batch_size_qa = 2, 1, 2, 2
     if args.steps < 1 or args.warmup < 1:
         parser.error("--steps and --warmup must be at least 1")

@@ -54,7 +54,7 @@ import tensorflow as tf  # noqa: E402
 import kerasbert  # noqa: E402
 from kerasbert.data import demo, glue, glue_tasks, length_buckets  # noqa: E402
 
-from reporting import check_line, format_table  # noqa: E402
+from reporting import check_line, format_table, smoke_banner  # noqa: E402
 
 LEARNING_RATE, WEIGHT_DECAY, CLIPNORM, WARMUP_FRACTION = 2e-5, 0.01, 1.0, 0.1
 OURS_BUCKETED, OURS_FIXED, HUB = "ours bucketed", "ours fixed", "keras-hub"
@@ -216,6 +216,7 @@ def main():
     if arguments.smoke:
         arguments.train_examples, arguments.dev_examples, arguments.epochs = 32, 16, 1
         arguments.batch_size = 8
+        print(smoke_banner())
     print(f"CPU: {cpu_summary()}; TensorFlow {tf.__version__}, Keras {keras.__version__}, "
           f"keras-hub {keras_hub.__version__}; load average {os.getloadavg()}")
     tokenizer = kerasbert.zoo.build_tokenizer("bert_base_uncased",

@@ -88,7 +88,7 @@ import kerasbert  # noqa: E402
 from kerasbert.bfloat16 import cpu_bfloat16_flags  # noqa: E402
 
 from keras_timing import fit_throughput  # noqa: E402
-from reporting import check_line, format_table  # noqa: E402
+from reporting import check_line, format_table, smoke_banner  # noqa: E402
 
 SEQ_LENGTH, PREDICTIONS = 128, 20
 LEARNING_RATE = 1e-4
@@ -248,6 +248,7 @@ def main():
         args.steps = 2
     if args.smoke:
         args.presets, args.precisions, args.no_xla = [SMOKE_PRESET], list(PRECISIONS), False
+        print(smoke_banner())
     precisions = list(dict.fromkeys(args.precisions))
 
     load_before = os.getloadavg()[0]

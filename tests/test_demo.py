@@ -19,7 +19,8 @@ import tensorflow as tf
 from kerasbert.cli.one_line_errors import one_line
 from kerasbert.demo_pipeline import QUICK
 from kerasbert.demo_pipeline.runner import (LOGS_DIR, RUN_FILE, StageError, format_table, read_run,
-                                            run_main_job, run_stage, start_run)
+                                            run_main_job, run_stage, start_run,
+                                            training_precision)
 from kerasbert.demo_pipeline.stages import EXPORT_EVAL_EXAMPLES, Stage, plan
 
 pytestmark = pytest.mark.slow
@@ -192,7 +193,8 @@ def test_the_test_split_is_what_was_scored(run_dir):
 
 
 def test_every_stage_has_a_flagfile_its_binary_accepts(run_dir):
-    for name, stage in zip(STAGES, plan(run_dir, QUICK)):
+    precision, _ = training_precision()  # what the run chose on this CPU
+    for name, stage in zip(STAGES, plan(run_dir, QUICK, precision)):
         path = os.path.join(run_dir, "flags", f"{name}.flags")
         with open(path, encoding="utf-8") as file:
             assert file.read().splitlines() == stage.flagfile_lines()
