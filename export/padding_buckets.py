@@ -1,7 +1,8 @@
 """The sequence lengths the raw-text signatures pad a batch to: its longest row, rounded up.
 
-A batch of texts is padded to the smallest of `BUCKETS` (capped at `max_seq_length`, which
-is always the last bucket) that holds its longest packed row, rather than to
+A batch of texts is padded to the smallest of fine-tuning's buckets
+(`kerasbert.data.length_buckets.bucket_lengths`: 16, 32, 64, 128, 256, 384, 512 capped at
+`max_seq_length`, which is always the last) that holds its longest packed row, rather than to
 `max_seq_length`: a 21-token sentence runs at 32 tokens, not 128. A short fixed list keeps
 the number of distinct shapes a server or interpreter sees small.
 """
@@ -9,18 +10,7 @@ the number of distinct shapes a server or interpreter sees small.
 import numpy as np
 import tensorflow as tf
 
-BUCKETS = (16, 32, 64, 128, 256, 384, 512)
-
-
-def bucket_lengths(max_seq_length):
-    """The lengths a batch may be padded to: `BUCKETS` below `max_seq_length`, then it.
-
-    >>> bucket_lengths(128)
-    (16, 32, 64, 128)
-    >>> bucket_lengths(48)
-    (16, 32, 48)
-    """
-    return tuple(length for length in BUCKETS if length < max_seq_length) + (max_seq_length,)
+from kerasbert.data.length_buckets import bucket_lengths
 
 
 def bucket_width(longest, max_seq_length):
