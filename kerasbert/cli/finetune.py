@@ -71,7 +71,7 @@ flags.DEFINE_integer("max_train_examples", None, "Train on the first N training 
 flags.DEFINE_boolean("from_scratch", False, "Fine-tune --init_from's architecture from random "
                      "weights instead of its pretrained ones (the baseline pretraining must beat).")
 flags.DEFINE_boolean("no_length_buckets", False, "Pad every batch to --max_seq_length instead "
-                     "of grouping examples by length and padding each batch to the smallest of "
+                     "of padding each batch to the smallest of "
                      "16, 32, 64, 128, 256, 384, 512 (below --max_seq_length) that fits it.")
 flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.", lower_bound=1)
 flags.DEFINE_string("tf_data_service", None, "grpc://HOST:PORT of a tf.data service dispatcher "

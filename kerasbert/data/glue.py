@@ -131,9 +131,9 @@ def glue_dataset(task, path, tokenizer, max_seq_length=128, batch_size=32, shuff
     """Batches of the task file at `path`: `glue_examples` fed to `examples_dataset`.
 
     To map predictions back to examples, read them with `glue_examples` (same order):
-    `example_index` in each batch is the position of the example in that list (with
-    `length_buckets`, batches come grouped by length, not in the file's order:
-    `kerasbert.data.length_buckets.in_example_order` puts outputs back in it).
+    `example_index` in each batch is the position of the example in that list
+    (`kerasbert.data.length_buckets.in_example_order` puts outputs of a shuffled dataset back
+    in that order).
 
     >>> import os, tempfile, kerasbert.data.demo, kerasbert.zoo
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
@@ -165,9 +165,8 @@ def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=3
 
     `length_buckets` (the default): `length` is the smallest of
     `length_buckets.bucket_lengths(max_seq_length)` that holds the batch's longest example;
-    with `shuffle`, batches are grouped by length within windows of the pass's order; without
-    it, batches keep the examples' order (`kerasbert.data.length_buckets`). Without
-    `length_buckets`, `length` is `max_seq_length`.
+    the batches hold the same examples as without it (`kerasbert.data.length_buckets`).
+    Without `length_buckets`, `length` is `max_seq_length`.
 
     >>> import kerasbert.data.demo, kerasbert.zoo
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
@@ -211,7 +210,8 @@ def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=3
 
 
 def _bucketed_pass(columns, tokenizer, max_seq_length, batch_size, shuffle, seed, drop_remainder):
-    """A `make_pass` of batches of `columns` grouped by their packed lengths."""
+    """A `make_pass` of batches of `columns` (`length_buckets.length_grouped` over their packed
+    lengths)."""
     lengths = buckets.packed_lengths(tokenizer, columns["text_a"], columns.get("text_b"),
                                      max_seq_length, truncation="longest_first")
     grouped = buckets.length_grouped(lengths, batch_size, shuffle=shuffle, seed=seed,

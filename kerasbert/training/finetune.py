@@ -57,8 +57,8 @@ _SEED_DIR = re.compile(r"seed_-?[0-9]+")
 class FinetuneSettings:
     """Everything about a fine-tuning run but its data, model source and directory.
 
-    Data: `max_seq_length`; `length_buckets`: batches grouped by length and padded to the
-    smallest bucket length that fits them (`kerasbert.data.length_buckets`), else to
+    Data: `max_seq_length`; `length_buckets`: each batch padded to the smallest bucket
+    length that fits it (`kerasbert.data.length_buckets`), else to
     `max_seq_length`; SQuAD's `doc_stride` (the step between the
     starts of a context's windows, as Google's BERT defines it: Hugging
     Face's `stride` is the overlap, `max_seq_length - question - doc_stride`),

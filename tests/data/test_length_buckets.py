@@ -74,7 +74,7 @@ def test_each_batch_is_padded_to_the_smallest_bucket_of_its_longest_example(exam
              for index, ids, mask in zip(batch["example_index"].numpy(),
                                          batch["token_ids"].numpy(), batch["padding_mask"].numpy())}
     lengths_seen = set()
-    for batch in dataset(examples, tokenizer, shuffle=True, seed=1):
+    for batch in dataset(examples, tokenizer, batch_size=4, shuffle=True, seed=1):
         mask = batch["padding_mask"].numpy()
         width = mask.shape[1]
         lengths_seen.add(width)
@@ -110,8 +110,7 @@ def test_training_batches_are_random_deterministic_and_cover_every_example(examp
     for number in range(3):
         seen = sorted(sum(first[number * per_pass:(number + 1) * per_pass], []))
         assert seen == list(range(len(examples)))
-    # Passes differ, and batch lengths within a pass are not in length order (a window of
-    # 100 batches holds the whole pass here: only the batch order is random).
+    # Passes differ, and batch lengths within a pass are not in length order.
     assert first[:per_pass] != first[per_pass:2 * per_pass]
     widths = [batch["token_ids"].shape[1] for batch in
               dataset(examples, tokenizer, batch_size=8, shuffle=True, seed=5)]
