@@ -5,8 +5,8 @@ labelled file, computed from the artifact's own outputs (run in its fresh proces
 A tiny WordNet-gloss classifier, briefly trained, is accepted, and the report's scores equal
 scikit-learn's on the predictions of the Keras model and of the TFLite file (run here by
 ai-edge-litert). The same classifier with one large vector added to every column of its head
-predicts exactly as before in float, but its dynamic-int8 file rounds the head per column and
-loses accuracy: refused in one line with both scores. Other task formats (SQuAD, CoNLL, SWAG)
+predicts exactly as before in float, but its dynamic-int8 files (TFLite, and ONNX Runtime's)
+round the head per column and lose accuracy: refused in one line with both scores. Other task formats (SQuAD, CoNLL, SWAG)
 go through the same path."""
 
 import json
@@ -130,6 +130,25 @@ def test_a_head_that_rounds_badly_is_refused_by_its_score(classifiers, demo_toke
     assert float(found.group(3)) > 1.0
     assert not (tmp_path / "out").exists()
     assert [name for name in os.listdir(tmp_path) if ".partial-" in name] == []
+
+
+def test_the_onnx_int8_file_of_that_head_is_refused_the_same_way(classifiers, demo_tokenizer,
+                                                                 tmp_path):
+    """`model_dynamic_int8.onnx` (ONNX Runtime's per-channel dynamic quantization) is judged by
+    the same rule: the shared head costs it its score too, and nothing is written."""
+    with pytest.raises(kerasbert.export.ExportError) as refused:
+        kerasbert.export.export(classifiers["shared_head"], tmp_path / "out", formats=("onnx",),
+                                quantize=("dynamic_int8",), max_seq_length=MAX_SEQ_LENGTH,
+                                tokenizer=demo_tokenizer,
+                                eval_file=demo.classification_files()["dev"],
+                                task="wordnet_gloss", max_eval_examples=EVAL_EXAMPLES)
+    found = re.search(r"model_dynamic_int8\.onnx: wordnet_gloss score ([0-9.]+) against the "
+                      r"float model's ([0-9.]+) on 600 examples of .*, ([0-9.]+) points apart",
+                      str(refused.value))
+    assert found, str(refused.value)
+    assert float(found.group(3)) > 1.0
+    assert "model.onnx:" not in str(refused.value)  # the float file itself verified
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("task_name", ["squad_v1", "conll2003", "swag"])

@@ -35,22 +35,23 @@ def labels():
     return kerasbert.data.demo.classification_labels()
 
 
-def train(model, examples, epochs, learning_rate, tokenizer, seed):
-    """`epochs` passes over `examples` in shuffled batches of `BATCH` x `MAX_LENGTH` tokens
-    (remainder dropped), AdamW at `learning_rate` with 10% warm-up and linear decay; the
-    global seed and the shuffle are `seed`."""
+def train(model, examples, epochs, learning_rate, tokenizer, seed, length_buckets=True):
+    """`epochs` passes over `examples` in shuffled batches of `BATCH` examples (remainder
+    dropped), each padded to its length bucket (`length_buckets=False`: to `MAX_LENGTH`
+    tokens), AdamW at `learning_rate` with 10% warm-up and linear decay; the global seed and
+    the shuffle are `seed`."""
     steps = epochs * (len(examples) // BATCH)
     keras.utils.set_random_seed(seed)
     model.compile(optimizer=create_optimizer("adamw", learning_rate, num_train_steps=steps,
                                              num_warmup_steps=steps // 10),
                   steps_per_execution=STEPS_PER_EXECUTION)
     model.fit(examples_dataset(TASK, examples, tokenizer, MAX_LENGTH, BATCH, shuffle=True,
-                               seed=seed, drop_remainder=True), epochs=epochs, verbose=0)
+                               seed=seed, drop_remainder=True, length_buckets=length_buckets),
+              epochs=epochs, verbose=0)
 
 
 def predictions(model, examples, tokenizer):
     """The predicted label ids of `model` on `examples`."""
-    # Fixed padding keeps the examples' order (length-bucketed batches come shortest first).
     logits = model.predict(examples_dataset(TASK, examples, tokenizer, MAX_LENGTH, 256,
                                             length_buckets=False), verbose=0)["logits"]
     return np.asarray(predictions_from_logits(TASK, logits))
