@@ -89,10 +89,13 @@ def length_grouped(lengths, batch_size, *, shuffle=False, seed=0, drop_remainder
         count = tf.size(ordered, out_type=tf.int64)
         usable = count // batch_size * batch_size if drop_remainder else count
         starts = tf.range(0, usable, batch_size, dtype=tf.int64)
-        last = tf.size(starts, out_type=tf.int64) - 1
+        batches = tf.size(starts, out_type=tf.int64)
+        # index_shuffle refuses an empty index vector: shuffle at least one index, keep none
+        # when the window makes no batch (a short last window with `drop_remainder`).
         order = tf.random.experimental.index_shuffle(
-            tf.range(last + 1), tf.random.experimental.stateless_fold_in(key, indices[0]),
-            tf.maximum(last, 0))
+            tf.range(tf.maximum(batches, 1)),
+            tf.random.experimental.stateless_fold_in(key, indices[0]),
+            tf.maximum(batches - 1, 0))[:batches]
         starts = tf.gather(starts, order)
         shape = [batch_size if drop_remainder else None]
         return tf.data.Dataset.from_tensor_slices(starts).map(lambda start: tf.ensure_shape(

@@ -120,6 +120,20 @@ def test_training_batches_are_random_deterministic_and_cover_every_example(examp
     assert index_batches(once) != index_batches(once)
 
 
+@pytest.mark.parametrize("window_batches", [1, 2])
+def test_drop_remainder_drops_a_short_last_window(window_batches):
+    """30 examples in batches of 4: 7 whole batches a pass, the short last window (2 examples,
+    or 6 with two-batch windows) makes at most one batch, never a partial one."""
+    from kerasbert.data.passes import example_passes
+    make_pass = length_buckets.length_grouped(np.arange(30) % 7, 4, shuffle=True, seed=3,
+                                              drop_remainder=True, window_batches=window_batches)
+    batches = index_batches_of(example_passes(30, make_pass, shuffle=True, seed=3, epochs=2))
+    assert len(batches) == 14 and all(len(batch) == 4 for batch in batches)
+    for number in range(2):
+        seen = sum(batches[7 * number:7 * number + 7], [])
+        assert len(set(seen)) == 28
+
+
 def test_small_windows_group_by_length_within_the_pass_order():
     """With windows of 2 batches, batches 2k and 2k+1 hold window k of the pass's random order,
     sorted by length; the lengths here fall as the index rises."""
