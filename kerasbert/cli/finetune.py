@@ -72,7 +72,8 @@ flags.DEFINE_boolean("from_scratch", False, "Fine-tune --init_from's architectur
                      "weights instead of its pretrained ones (the baseline pretraining must beat).")
 flags.DEFINE_boolean("no_length_buckets", False, "Pad every batch to --max_seq_length instead "
                      "of padding each batch to the smallest of "
-                     "16, 32, 64, 128, 256, 384, 512 (below --max_seq_length) that fits it.")
+                     "16, 32, 64, 128, 256, 384, 512 (below --max_seq_length) that fits it "
+                     "(SQuAD and CoNLL-2003: training batches only).")
 flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.", lower_bound=1)
 flags.DEFINE_string("tf_data_service", None, "grpc://HOST:PORT of a tf.data service dispatcher "
                     "(kerasbert-data-service): its workers make the training batches, each pass "

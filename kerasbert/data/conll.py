@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
+from kerasbert.data.length_buckets import bucket_lengths, trim_to_bucket
 from kerasbert.data.passes import batches_of, example_passes
 from kerasbert.data.task_errors import TaskDataError
 from kerasbert.data.token_windows import (resolve_overlap, window_capacity, word_predictions,
@@ -29,6 +30,8 @@ OUTSIDE = "O"
 # The prefixes a tag may have, in the order the label list gives them.
 PREFIXES = ("B", "I", "E", "S")
 _TAG = re.compile(r"(?:O|[BIES]-\S+)\Z")
+# A batch's tensors with one value per token, cut to the batch's length bucket together.
+_PER_TOKEN = ("token_ids", "segment_ids", "padding_mask", "labels", "word_index")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +135,7 @@ def conll_labels(sentences):
 
 def conll_dataset(sentences, tokenizer, labels, batch_size=32, max_seq_length=128, *,
                   overlap=None, shuffle=False, seed=0, shuffle_buffer=10_000,
-                  drop_remainder=False, input_context=None, epochs=1):
+                  drop_remainder=False, input_context=None, epochs=1, length_buckets=False):
     """Token classification batches of CoNLL sentences, for `model.fit` / `model.predict`.
 
     Each batch is a dict of int32 `token_ids`, `segment_ids`, `padding_mask`,
@@ -152,6 +155,12 @@ def conll_dataset(sentences, tokenizer, labels, batch_size=32, max_seq_length=12
     the dataset (None: forever); shuffled, each pass then takes the sentences in
     an order made from `seed` and the pass alone (`kerasbert.data.passes`; a
     checkpointed iterator resumes it), their windows in turn.
+
+    `length_buckets`: each batch is cut to the smallest of
+    `kerasbert.data.length_buckets.bucket_lengths(max_seq_length)` that holds its longest
+    window (same windows, same batches, less padding). For training: the logits of
+    `model.predict` over such batches differ in length from batch to batch, and
+    `predicted_tags` takes `[windows, max_seq_length, labels]`.
 
     >>> import kerasbert.data.demo, kerasbert.zoo
     >>> tokenizer = kerasbert.zoo.build_tokenizer(
@@ -195,12 +204,19 @@ def conll_dataset(sentences, tokenizer, labels, batch_size=32, max_seq_length=12
     if shuffle and epochs == 1:
         dataset = windows_of(tf.data.Dataset.from_tensor_slices(columns).ragged_batch(64))
         dataset = dataset.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
-        return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
-    sentence_batches = batches_of(columns, 64)
-    return example_passes(
-        len(sentences), lambda indices: windows_of(sentence_batches(indices)).batch(
-            batch_size, drop_remainder=drop_remainder),
-        shuffle=shuffle, seed=seed, epochs=epochs).prefetch(tf.data.AUTOTUNE)
+        dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    else:
+        sentence_batches = batches_of(columns, 64)
+        dataset = example_passes(
+            len(sentences), lambda indices: windows_of(sentence_batches(indices)).batch(
+                batch_size, drop_remainder=drop_remainder),
+            shuffle=shuffle, seed=seed, epochs=epochs)
+    if length_buckets:
+        buckets = bucket_lengths(max_seq_length)
+        dataset = dataset.map(tf.autograph.experimental.do_not_convert(
+            lambda batch: trim_to_bucket(batch, buckets, _PER_TOKEN)),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def predicted_tags(sentences, labels, logits, batches):

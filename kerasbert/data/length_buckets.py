@@ -107,8 +107,9 @@ def length_grouped(lengths, batch_size, *, shuffle=False, seed=0, drop_remainder
 
 
 def trim_to_bucket(batch, buckets, padded=("token_ids", "segment_ids", "padding_mask")):
-    """`batch` with its `padded` tensors (`[batch, max_seq_length, ...]`, padding at the end as
-    `padding_mask` says) cut to the bucket of its longest example.
+    """`batch` with its `padded` tensors (`[..., max_seq_length]`: `[batch, max_seq_length]`,
+    or `[batch, choices, max_seq_length]` for multiple choice; padding at the end as
+    `padding_mask` says) cut on their last axis to the bucket of the longest sequence.
 
     >>> batch = {"token_ids": tf.ones([2, 8], tf.int32), "segment_ids": tf.zeros([2, 8], tf.int32),
     ...          "padding_mask": tf.constant([[1] * 3 + [0] * 5, [1] * 5 + [0] * 3])}
@@ -116,9 +117,9 @@ def trim_to_bucket(batch, buckets, padded=("token_ids", "segment_ids", "padding_
     [2, 6]
     """
     mask = batch["padding_mask"]
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=1))
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1))
     length = bucket_of(longest, buckets)
-    return {name: value[:, :length] if name in padded else value
+    return {name: value[..., :length] if name in padded else value
             for name, value in batch.items()}
 
 

@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
+from kerasbert.data.length_buckets import bucket_lengths, trim_to_bucket
 from kerasbert.data.passes import batches_of, example_passes
 from kerasbert.data.task_errors import TaskDataError
 from kerasbert.tokenizers.packing import pack
@@ -199,7 +200,7 @@ def squad_windows(examples, tokenizer, max_seq_length=384, doc_stride=128, max_q
 
 
 def squad_dataset(features, batch_size=32, shuffle=False, seed=0, *, drop_remainder=False,
-                  epochs=1):
+                  epochs=1, length_buckets=False):
     """Batches of `features` (from `squad_windows`) per the fine-tuning batch contract.
 
     Each batch is a dict of int32 `token_ids`, `segment_ids`, `padding_mask`
@@ -210,6 +211,12 @@ def squad_dataset(features, batch_size=32, shuffle=False, seed=0, *, drop_remain
     pass, the same passes for the same `seed`. `epochs`: passes in the dataset
     (None: forever), each in an order made from `seed` and the pass alone
     (`kerasbert.data.passes`), so a checkpointed iterator resumes it.
+
+    `length_buckets`: each batch is cut to the smallest of
+    `kerasbert.data.length_buckets.bucket_lengths(max_seq_length)` that holds its longest
+    window (same windows, same batches, less padding). For training: the logits of
+    `model.predict` over such batches differ in length from batch to batch, so the evaluation
+    datasets keep `max_seq_length`.
 
     >>> import kerasbert.data.demo, kerasbert.zoo
     >>> from kerasbert.data.squad import SquadAnswer, SquadExample
@@ -240,9 +247,13 @@ def squad_dataset(features, batch_size=32, shuffle=False, seed=0, *, drop_remain
     dataset = example_passes(len(features), batches_of(columns, batch_size, drop_remainder),
                              shuffle=shuffle, seed=seed, epochs=epochs)
 
+    buckets = bucket_lengths(max_seq_length)
+
     def pack_batch(batch):
         packed = pack(batch["question_ids"], batch["context_ids"], layout,
                       max_length=max_seq_length)
+        if length_buckets:
+            packed = trim_to_bucket(packed, buckets)
         return {**packed, **{name: value for name, value in batch.items() if "ids" not in name}}
 
     return dataset.map(tf.autograph.experimental.do_not_convert(pack_batch),

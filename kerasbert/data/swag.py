@@ -8,7 +8,8 @@ then numbered 0, 1, ... in file order).
 
 Each example makes four pairs as Hugging Face's `run_swag` builds them: the first text is
 `sent1`, the second `sent2 + " " + ending<i>`. Batches hold `token_ids`, `segment_ids`,
-`padding_mask` int32 `[batch, 4, max_seq_length]`, `example_index` int32 `[batch]` and, for
+`padding_mask` int32 `[batch, 4, length]` (`length` the batch's length bucket, or
+`max_seq_length` without length buckets), `example_index` int32 `[batch]` and, for
 labelled files, `labels` int32 `[batch]` (the right ending). Its metric is accuracy.
 """
 
@@ -20,6 +21,7 @@ import tensorflow as tf
 
 from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
+from kerasbert.data.length_buckets import bucket_lengths, trim_to_bucket
 from kerasbert.data.passes import batches_of, example_passes
 from kerasbert.data.task_errors import TaskDataError
 
@@ -102,7 +104,7 @@ def swag_examples(path, labelled=None):
 
 
 def swag_dataset(path, tokenizer, max_seq_length=128, batch_size=16, shuffle=False, seed=0, *,
-                 labelled=None, drop_remainder=False):
+                 labelled=None, drop_remainder=False, length_buckets=True):
     """Batches of the SWAG file at `path`: `swag_examples` fed to `swag_examples_dataset`.
 
     `example_index` in each batch is the example's position in `list(swag_examples(path))`.
@@ -120,12 +122,16 @@ def swag_dataset(path, tokenizer, max_seq_length=128, batch_size=16, shuffle=Fal
     """
     examples = list(swag_examples(path, labelled))
     return swag_examples_dataset(examples, tokenizer, max_seq_length, batch_size, shuffle, seed,
-                                 drop_remainder=drop_remainder)
+                                 drop_remainder=drop_remainder, length_buckets=length_buckets)
 
 
 def swag_examples_dataset(examples, tokenizer, max_seq_length=128, batch_size=16, shuffle=False,
-                          seed=0, *, drop_remainder=False, epochs=1):
+                          seed=0, *, drop_remainder=False, epochs=1, length_buckets=True):
     """Batches of `SwagExample`s: the four pairs of each packed by the tokenizer, `[batch, 4, seq]`.
+
+    `seq` is the smallest of `kerasbert.data.length_buckets.bucket_lengths(max_seq_length)`
+    that holds the batch's longest pair (same examples, same batches, less padding), or
+    `max_seq_length` without `length_buckets`.
 
     With `shuffle`, the order is reshuffled every pass, the same passes for the same `seed`.
     `epochs`: passes in the dataset (None: forever), each in an order made from `seed` and the
@@ -150,12 +156,17 @@ def swag_examples_dataset(examples, tokenizer, max_seq_length=128, batch_size=16
     dataset = example_passes(len(examples), batches_of(columns, batch_size, drop_remainder),
                              shuffle=shuffle, seed=seed, epochs=epochs)
 
+    buckets = bucket_lengths(max_seq_length)
+
     def pack(batch):
         packed = tokenizer(tf.reshape(batch["contexts"], [-1]), tf.reshape(batch["endings"], [-1]),
                            max_length=max_seq_length, truncation="longest_first")
         shape = [batch["example_index"].shape[0], NUM_CHOICES, max_seq_length]
-        return {**{name: tf.ensure_shape(tf.reshape(value, [-1, *shape[1:]]), shape)
-                   for name, value in packed.items()},
+        packed = {name: tf.ensure_shape(tf.reshape(value, [-1, *shape[1:]]), shape)
+                  for name, value in packed.items()}
+        if length_buckets:
+            packed = trim_to_bucket(packed, buckets)
+        return {**packed,
                 **{name: value for name, value in batch.items() if name in ("labels",
                                                                             "example_index")}}
 

@@ -58,8 +58,8 @@ class FinetuneSettings:
     """Everything about a fine-tuning run but its data, model source and directory.
 
     Data: `max_seq_length`; `length_buckets`: each batch padded to the smallest bucket
-    length that fits it (`kerasbert.data.length_buckets`), else to
-    `max_seq_length`; SQuAD's `doc_stride` (the step between the
+    length that fits it (`kerasbert.data.length_buckets`; SQuAD and CoNLL-2003: training
+    batches only), else to `max_seq_length`; SQuAD's `doc_stride` (the step between the
     starts of a context's windows, as Google's BERT defines it: Hugging
     Face's `stride` is the overlap, `max_seq_length - question - doc_stride`),
     `max_query_length`, `n_best_size`, `max_answer_length`,

@@ -237,7 +237,9 @@ class SquadFinetuning(FinetuningTask):
 
     def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0, epochs=1):
         features = self.features(examples, tokenizer, settings, training)
-        return squad_dataset(features, batch_size, shuffle=training, seed=seed, epochs=epochs)
+        # Per-token logits: only training batches are bucketed (see squad_dataset).
+        return squad_dataset(features, batch_size, shuffle=training, seed=seed, epochs=epochs,
+                             length_buckets=settings.length_buckets and training)
 
     def evaluation_inputs(self, examples, tokenizer, settings, batch_size):
         features = self.features(examples, tokenizer, settings, training=False)
@@ -292,9 +294,11 @@ class ConllFinetuning(FinetuningTask):
         return conll.read_conll(path)
 
     def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0, epochs=1):
+        # Per-token logits: only training batches are bucketed (see conll_dataset).
         return conll.conll_dataset(examples, tokenizer, settings.labels, batch_size,
                                    settings.max_seq_length, shuffle=training, seed=seed,
-                                   epochs=epochs)
+                                   epochs=epochs, length_buckets=settings.length_buckets
+                                   and training)
 
     def score(self, inputs, outputs, settings, output_dir=None, path=None):
         examples = inputs.examples
@@ -334,7 +338,8 @@ class SwagFinetuning(FinetuningTask):
 
     def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0, epochs=1):
         return swag.swag_examples_dataset(examples, tokenizer, settings.max_seq_length,
-                                          batch_size, shuffle=training, seed=seed, epochs=epochs)
+                                          batch_size, shuffle=training, seed=seed, epochs=epochs,
+                                          length_buckets=settings.length_buckets)
 
     def score(self, inputs, outputs, settings, output_dir=None, path=None):
         examples = inputs.examples
