@@ -44,7 +44,41 @@ def load_export_model(model_or_path, tokenizer=None):
         model = discriminator_model(model)
     if tokenizer is not None:
         found_tokenizer = _tokenizer(tokenizer)
-    return model, found_tokenizer
+    return float32_model(model), found_tokenizer
+
+
+def float32_model(model):
+    """`model` itself when it computes in float32, else the same model rebuilt under the
+    float32 dtype policy with its weights (a `mixed_bfloat16` or `mixed_float16` model keeps
+    float32 master weights, so nothing is rounded). The exports are float32 graphs: the TFLite
+    converter has no kernels for a bfloat16 graph's operations, and fp16 / int8 come from the
+    converter's own quantization.
+
+    >>> import keras, kerasbert
+    >>> keras.config.set_dtype_policy("mixed_bfloat16")
+    >>> mixed = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1)
+    >>> keras.config.set_dtype_policy("float32")
+    >>> rebuilt = float32_model(mixed)
+    >>> mixed.compute_dtype, rebuilt.compute_dtype
+    ('bfloat16', 'float32')
+    """
+    if all(layer.dtype_policy.name == "float32" for layer in [model, *model.layers]):
+        return model
+    config = _float32_config(keras.saving.serialize_keras_object(model))
+    rebuilt = keras.saving.deserialize_keras_object(config)
+    rebuilt.set_weights(model.get_weights())
+    return rebuilt
+
+
+def _float32_config(config):
+    """A serialized Keras object with every dtype policy in it made "float32"."""
+    if isinstance(config, list):
+        return [_float32_config(value) for value in config]
+    if not isinstance(config, dict):
+        return config
+    if config.get("class_name") in ("DTypePolicy", "FloatDTypePolicy"):
+        return {**config, "config": {**config["config"], "name": "float32"}}
+    return {key: _float32_config(value) for key, value in config.items()}
 
 
 def discriminator_model(pretrainer):

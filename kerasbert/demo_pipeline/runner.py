@@ -116,7 +116,7 @@ def run_main_job(runs_dir="runs", quick=False, run_dir=None, out=print):
     out(f"{'Continuing' if continuing else 'Starting'} {'a quick' if quick else 'a'} run in "
         f"{run_dir}")
     precision, reason = training_precision()
-    out(f"Pretraining in {precision}: {reason}")
+    out(f"Pretraining and fine-tuning in {precision}: {reason}")
     started = time.time()
     stages = plan(run_dir, settings, precision)
     results = []
@@ -139,7 +139,7 @@ def run_main_job(runs_dir="runs", quick=False, run_dir=None, out=print):
 
 
 def training_precision():
-    """`(dtype policy, why)` for the pretraining stage: `mixed_bfloat16` where the CPU computes in
+    """`(dtype policy, why)` for the training stages: `mixed_bfloat16` where the CPU computes in
     bfloat16 natively (`kerasbert.bfloat16`), else float32."""
     flags = cpu_bfloat16_flags()
     if flags:

@@ -98,8 +98,8 @@ class Stage:
 
 def plan(run_dir, settings, precision="float32"):
     """The stages of a run in `run_dir`, in order; `precision`: the dtype policy the pretraining
-    stage trains under (`--mixed_precision`). Fine-tuning stays float32: its `model.keras` goes to
-    the export, and the TFLite converter rejects a bfloat16 model's operations."""
+    and fine-tuning stages train under (`--mixed_precision`). The export rebuilds a bfloat16
+    `model.keras` in float32 (`kerasbert.export.model_sources.float32_model`)."""
     def path(*parts):
         return file_system.join(run_dir, *parts)
 
@@ -112,7 +112,7 @@ def plan(run_dir, settings, precision="float32"):
         "max_train_examples": settings.finetune_examples,
         "num_train_epochs": settings.finetune_epochs,
         "train_batch_size": settings.finetune_batch_size, "eval_batch_size": 256,
-        "learning_rate": settings.finetune_learning_rate, "seed": 0}
+        "learning_rate": settings.finetune_learning_rate, "mixed_precision": precision, "seed": 0}
 
     def finetune(arm, from_scratch):
         return Stage(
