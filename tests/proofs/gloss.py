@@ -35,13 +35,14 @@ def labels():
     return kerasbert.data.demo.classification_labels()
 
 
-def train(model, examples, epochs, learning_rate, tokenizer, seed, length_buckets=True):
+def train(model, examples, epochs, learning_rate, tokenizer, seed, length_buckets=True,
+          dropout_seed=None):
     """`epochs` passes over `examples` in shuffled batches of `BATCH` examples (remainder
     dropped), each padded to its length bucket (`length_buckets=False`: to `MAX_LENGTH`
-    tokens), AdamW at `learning_rate` with 10% warm-up and linear decay; the global seed and
-    the shuffle are `seed`."""
+    tokens), AdamW at `learning_rate` with 10% warm-up and linear decay; the shuffle is
+    `seed`, and so is the global seed (the dropout draws) unless `dropout_seed` is given."""
     steps = epochs * (len(examples) // BATCH)
-    keras.utils.set_random_seed(seed)
+    keras.utils.set_random_seed(seed if dropout_seed is None else dropout_seed)
     model.compile(optimizer=create_optimizer("adamw", learning_rate, num_train_steps=steps,
                                              num_warmup_steps=steps // 10),
                   steps_per_execution=STEPS_PER_EXECUTION)
