@@ -109,6 +109,8 @@ def _run_artifact(request, artifact, inputs, outputs):
     for call in artifact["calls"]:
         feeds = {name: _as_feed(inputs[f"{call['case']}::{name}"]) for name in call["inputs"]}
         for key, value in run(call["signature"], feeds).items():
+            if value.dtype == object:  # strings (a classifier's labels): bytes, no pickle
+                value = value.astype("S")
             outputs[f"{artifact['name']}::{call['signature']}::{call['case']}::{key}"] = value
     latency = artifact.get("latency")
     if latency:

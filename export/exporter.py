@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from kerasbert import file_system
 from kerasbert.atomic_files import TemporarySibling
+from kerasbert.export.answers import answer_checks, answer_names
 from kerasbert.export.cases import CaseMaker, text_sets
 from kerasbert.export.compare import (FLOAT32_TOLERANCE, agreement, float_difference,
                                       is_sequence_aligned, passes, threshold)
@@ -471,6 +472,8 @@ class _ArtifactVerifier:
             values = {key[len(prefix):]: value for key, value in outputs.items()
                       if key.startswith(prefix)}
             expected = sorted(references[call["case"]])
+            if call["signature"] != "serving_default":
+                expected = sorted(expected + list(answer_names(self.built.model)))
             if sorted(values) != expected:
                 self.failures.append(f"{name}: signature {call['signature']} returns "
                                      f"{sorted(values)}, expected {expected}")
@@ -480,6 +483,7 @@ class _ArtifactVerifier:
         if entry["judged_as"] == "float32":
             checks = self._float_checks(name, produced, references)
             checks += self._padding_checks(name, outputs)
+            checks += self._answer_checks(name, produced)
             entry["verified"] = all(check["passed"] for check in checks)
         else:
             checks, entry["verified"] = self._quantized_checks(name, entry, produced, references)
@@ -488,7 +492,7 @@ class _ArtifactVerifier:
     def _float_checks(self, name, produced, references):
         checks = []
         for (case, signature), values in produced.items():
-            for output in sorted(values):
+            for output in sorted(set(values) & set(references[case])):
                 result = float_difference(references[case][output], values[output])
                 passed = result["max_rel"] <= FLOAT32_TOLERANCE
                 checks.append({"signature": signature, "case": case, "output": output,
@@ -550,6 +554,20 @@ class _ArtifactVerifier:
                 f"{gap:.2f} points apart (at most {METRIC_TOLERANCE_POINTS} allowed); "
                 f"{described}")
         return checks, passed
+
+    def _answer_checks(self, name, produced):
+        """The text signatures' answers against the Python decoder (`kerasbert.export.answers`)."""
+        checks = []
+        for (case, signature), values in produced.items():
+            if signature == "serving_default":
+                continue
+            for check in answer_checks(self.built.model, values, FLOAT32_TOLERANCE):
+                checks.append({"signature": signature, "case": case, **check})
+                if not check["passed"]:
+                    self.failures.append(
+                        f"{name}: answer {check['output']!r} on {signature} case {case} is not "
+                        "what the Python decoder makes of its logits")
+        return checks
 
     def _padding_checks(self, name, outputs):
         """The artifact's outputs at real tokens are the same when the input is padded longer."""

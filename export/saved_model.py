@@ -7,7 +7,9 @@ Signatures (tag `serve`):
   packed in the graph by the family's tokenizer (truncation `longest_first` to
   `max_seq_length`; the batch is padded to its longest row rounded up to a bucket of
   `kerasbert.export.padding_buckets`, so sequence outputs are `[batch, bucket, ...]`). A
-  multiple-choice model reads each text (pair) as one choice.
+  multiple-choice model reads each text (pair) as one choice. A sequence classifier's also
+  return its answers (`label`, `label_id`, `probabilities`; regression `score`:
+  `kerasbert.export.answers`).
 - `serve_examples(examples)`: serialized `tf.Example`s with a bytes feature `text` and an
   optional `text_pair` (rows without one are packed as single texts).
 Loading text signatures needs `import tensorflow_text` first (it registers the tokenizer ops).
@@ -16,6 +18,7 @@ Loading text signatures needs `import tensorflow_text` first (it registers the t
 import keras
 import tensorflow as tf
 
+from kerasbert.export.answers import with_answers
 from kerasbert.export.errors import ExportError
 from kerasbert.export.padding_buckets import bucket_width
 from kerasbert.export.signatures import serving_function
@@ -52,7 +55,8 @@ def text_functions(model, tokenizer, max_seq_length, length_buckets=True):
         if choices:
             inputs = {name: tf.expand_dims(value, 1) for name, value in inputs.items()}
         outputs = model(inputs, training=False)
-        return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
+        return with_answers(model, {name: tf.cast(value, tf.float32)
+                                    for name, value in outputs.items()})
 
     def pack(texts, pair_texts=None):
         return tokenizer(texts, pair_texts, max_length=max_seq_length, truncation="longest_first",

@@ -2,7 +2,8 @@
 
 `text_tflite_model(model, tokenizer)` converts `model` with its tokenizer in front into one
 flatbuffer with the signature `serve_text`: a 1-D `tf.string` input `text` in, the model's
-own outputs (`logits`, ...) out, as float32. Inside:
+own outputs (`logits`, ...) out, as float32, and a sequence classifier's answers (`label`,
+`label_id`, `probabilities`, or regression's `score`: `kerasbert.export.answers`). Inside:
 
 - normalization: tensorflow-text's `FastBertNormalizer` (custom op `FastBertNormalize`);
 - splitting on whitespace, punctuation and CJK characters, then WordPiece: tensorflow-text's
@@ -34,6 +35,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kerasbert import file_system
+from kerasbert.export.answers import with_answers
 from kerasbert.export.padding_buckets import bucket_width
 from kerasbert.export.signatures import input_specs
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
@@ -249,7 +251,8 @@ def _serving_function(model, tokenizer, max_seq_length, length_buckets):
         inputs = _pack(pieces.flat_values, pieces.row_splits, max_seq_length, length_buckets,
                        *layout)
         outputs = model(inputs, training=False)
-        return {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
+        return with_answers(model, {name: tf.cast(value, tf.float32)
+                                    for name, value in outputs.items()})
 
     return serve_text
 

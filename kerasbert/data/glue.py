@@ -226,6 +226,36 @@ def _bucketed_pass(columns, tokenizer, max_seq_length, batch_size, shuffle, seed
     return make_pass
 
 
+def answers_from_logits(logits, id2label):
+    """What a classifier answers for each row of `logits` (`[examples, labels]`): `label` (the
+    names of `id2label`, a mapping or list by label id), `label_id` (`numpy.argmax`: the first
+    of equal logits, as `predictions_from_logits`) and `probabilities` (the softmax), numpy
+    arrays; one logit per row (regression): `score`, that logit.
+
+    >>> answers = answers_from_logits([[0.0, 1.0], [2.0, 2.0]], ["no", "yes"])
+    >>> answers["label"].tolist(), answers["label_id"].tolist()
+    (['yes', 'no'], [1, 0])
+    >>> [[round(float(p), 4) for p in row] for row in answers["probabilities"]]
+    [[0.2689, 0.7311], [0.5, 0.5]]
+    >>> answers_from_logits([[3.25]], None)["score"].tolist()
+    [3.25]
+    """
+    from scipy.special import softmax
+
+    logits = np.asarray(logits, np.float32)
+    if logits.ndim != 2:
+        raise ValueError(f"logits must have shape [examples, labels], got {logits.shape}")
+    if logits.shape[1] == 1:
+        return {"score": logits[:, 0]}
+    names = ([id2label[index] for index in range(len(id2label))] if hasattr(id2label, "keys")
+             else list(id2label))
+    if len(names) != logits.shape[1]:
+        raise ValueError(f"{logits.shape[1]} logits per row, but {len(names)} label names")
+    label_id = np.argmax(logits, axis=1).astype(np.int32)
+    return {"label": np.array([names[index] for index in label_id], dtype=object),
+            "label_id": label_id, "probabilities": softmax(logits, axis=1).astype(np.float32)}
+
+
 def predictions_from_logits(task, logits):
     """Predicted label ids (argmax, int) or, for regression, scores (float) from model logits.
 

@@ -52,11 +52,26 @@ def run_text_signatures(directory, texts, pairs, examples, work_dir, text_tflite
     assert completed.returncode == 0, completed.stderr[-3000:]
     with open(result_file, encoding="utf-8") as file:
         result = json.load(file)
-    def arrays(outputs):
-        return {name: np.asarray(value, np.float32) for name, value in outputs.items()}
+    def arrays(outputs):  # strings (a classifier's labels) stay strings
+        return {name: np.asarray(value, object if _is_text(value) else np.float32)
+                for name, value in outputs.items()}
 
     return {signature: [arrays(row) for row in outputs] if isinstance(outputs, list)
             else arrays(outputs) for signature, outputs in result.items()}
+
+
+def _is_text(value):
+    while isinstance(value, list) and value:
+        value = value[0]
+    return isinstance(value, str)
+
+
+def _listed(value):
+    """An output as JSON-ready lists, strings (tf.string outputs) decoded from UTF-8."""
+    value = np.asarray(value)
+    if value.dtype.kind in "OS":
+        return [item.decode("utf-8") for item in value.tolist()]
+    return value.tolist()
 
 
 def _main_text(directory, request_file, result_file):
@@ -71,11 +86,11 @@ def _main_text(directory, request_file, result_file):
                                  "text_b": tf.constant(request["pairs"][1])},
              "serve_examples": {"examples": tf.constant(
                  [bytes.fromhex(example) for example in request["examples"]])}}
-    result = {signature: {k: v.numpy().tolist() for k, v in
+    result = {signature: {k: _listed(v) for k, v in
                           loaded.signatures[signature](**feeds).items()}
               for signature, feeds in calls.items()}
     result["serve_text alone"] = [
-        {k: v.numpy().tolist() for k, v in loaded.signatures["serve_text"](
+        {k: _listed(v) for k, v in loaded.signatures["serve_text"](
             text=tf.constant([text])).items()} for text in request["texts"]]
     if request["text_tflite_texts"] is not None:
         from ai_edge_litert.interpreter import InterpreterWithCustomOps
@@ -85,9 +100,9 @@ def _main_text(directory, request_file, result_file):
         runner = interpreter.get_signature_runner("serve_text")
         texts = [t.encode("utf-8") for t in request["text_tflite_texts"]]
         outputs = runner(text=np.array(texts, dtype=object))
-        result["model_text.tflite"] = {k: np.asarray(v).tolist() for k, v in outputs.items()}
+        result["model_text.tflite"] = {k: _listed(v) for k, v in outputs.items()}
         result["model_text.tflite alone"] = [
-            {k: np.asarray(v).tolist() for k, v in runner(text=np.array([text], object)).items()}
+            {k: _listed(v) for k, v in runner(text=np.array([text], object)).items()}
             for text in texts]
     if any(module.split(".")[0] == "kerasbert" for module in sys.modules):
         raise SystemExit("kerasbert was imported")
