@@ -108,8 +108,8 @@ def text_tflite_model(model, tokenizer, max_seq_length=128, length_buckets=True)
     >>> model = kerasbert.models.build_task_model(encoder, "sequence_classification", num_labels=3)
     >>> flatbuffer = text_tflite_model(model, tokenizer, max_seq_length=8)
     >>> outputs = run_text_tflite(flatbuffer, ["The fox.", "THÉ  fox.", "fox"])
-    >>> {name: value.shape for name, value in outputs.items()}
-    {'logits': (3, 3)}
+    >>> {name: value.shape for name, value in outputs.items()}  # logits and the answers
+    {'label': (3,), 'label_id': (3,), 'logits': (3, 3), 'probabilities': (3, 3)}
     >>> logits = outputs["logits"]  # the first two texts have the same ids
     >>> bool(np.allclose(logits[0], logits[1])), bool(np.allclose(logits[0], logits[2]))
     (True, False)
