@@ -1,6 +1,7 @@
 """`export`: every artifact built in a folder beside `output_dir`, reloaded in its own runtime,
 compared with the Keras model, described in `export_report.json`, then renamed into place."""
 
+import dataclasses
 import os
 import tempfile
 
@@ -10,6 +11,10 @@ import tensorflow as tf
 
 from kerasbert import file_system
 from kerasbert.atomic_files import TemporarySibling
+from kerasbert.export.answer_settings import AnswerSettings, recorded_settings
+from kerasbert.export.answer_signatures import (answer_output_names, answer_signature,
+                                                answer_signature_checks, reference_answers,
+                                                verification_inputs)
 from kerasbert.export.answers import answer_checks, answer_names
 from kerasbert.export.cases import CaseMaker, text_sets
 from kerasbert.export.compare import (FLOAT32_TOLERANCE, agreement, float_difference,
@@ -33,6 +38,7 @@ from kerasbert.models.tasks import encoder_of
 from kerasbert.choices import EXPORT_FORMATS as FORMATS
 
 REPORT_FILE = "export_report.json"
+ANSWER_CASE = "answers"  # the case the answer signature is verified on
 TEXT_TFLITE_FILE = "model_text.tflite"
 _TEXT_CASES = {
     "text_single": ["Héllo wörld, naïve café résumé.", "The quick brown fox jumps.",
@@ -42,9 +48,9 @@ _TEXT_CASES = {
 }
 
 
-def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_seq_length=128,
+def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_seq_length=None,
            text_signatures=False, tokenizer=None, calibration_data=None, serving_version=None,
-           eval_file=None, task=None, max_eval_examples=None):
+           eval_file=None, task=None, max_eval_examples=None, answer_settings=None):
     """Export `model_or_path` into `output_dir` and return the report (also written to
     `output_dir/export_report.json`).
 
@@ -62,6 +68,12 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     entry says which). `text_signatures`: add `serve_text`, `serve_text_pair`
     and `serve_examples` to the SavedModel and, with `tflite`, write `model_text.tflite`
     (WordPiece tokenizers; any other is an error), using `tokenizer` or the model's own.
+    With text signatures, a multiple-choice, span-QA or token-classification model also gets
+    its answer signature (`serve_choices`, `serve_question`, `serve_entities`:
+    `kerasbert.export.answer_signatures`), decoding with the `AnswerSettings` fields given in
+    `answer_settings` (a dict, e.g. `{"doc_stride": 64}`), the others from the fine-tuning
+    run's record when `model_or_path` is a `kerasbert-finetune` folder, else the defaults.
+    `max_seq_length`: the text signatures' window (default: the fine-tuning run's, else 128).
     `serving_version`: put the SavedModel in `saved_model/<N>/`, TF Serving's layout.
     `eval_file` and `task`: a labelled file in any format `kerasbert-finetune` reads for
     `task` (its first `max_eval_examples` examples); quantized variants are then judged by
@@ -90,6 +102,8 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
         raise ExportError(f"{output_dir}: already exists and is not empty; export writes a new "
                           "directory")
     model, tokenizer = load_export_model(model_or_path, tokenizer)
+    settings = _answer_settings(model_or_path, max_seq_length, answer_settings)
+    max_seq_length = settings.max_seq_length
     config = encoder_of(model).config
     if max_seq_length > config.max_sequence_length or max_seq_length < 4:
         raise ExportError(f"max_seq_length={max_seq_length}: {model.name} numbers at most "
@@ -112,7 +126,7 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     work = TemporarySibling(output_dir, "partial", folder=True)  # and a killed run's removed
     work_dir = work.path
     try:
-        builder = _ArtifactBuilder(model, tokenizer, maker, work_dir, max_seq_length, serve,
+        builder = _ArtifactBuilder(model, tokenizer, maker, work_dir, settings, serve,
                                    labelled)
         if "saved_model" in formats:
             builder.saved_model(text_signatures, serving_version)
@@ -124,7 +138,7 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
             builder.onnx(quantize)
         _ArtifactVerifier(builder).verify()
         report = make_report(model, tokenizer, builder.artifacts, max_seq_length, OPSET,
-                             sets.describe(), _labelled_report(labelled))
+                             sets.describe(), _labelled_report(labelled), settings)
         write_report(os.path.join(work_dir, REPORT_FILE), report)
         work.publish()  # over an empty output_dir too
     except BaseException:
@@ -153,6 +167,21 @@ def _checked_choices(formats, quantize, calibration_data):
         if missing:
             raise ExportError(f"calibration data {missing[0]}: no such file")
     return formats, quantize
+
+
+def _answer_settings(model_or_path, max_seq_length, given):
+    """The `AnswerSettings` of an export: `given` fields, else the fine-tuning run's record,
+    else the defaults; `max_seq_length` likewise."""
+    fields = {field.name for field in dataclasses.fields(AnswerSettings)}
+    unknown = sorted(set(given or {}) - fields)
+    if unknown:
+        raise ExportError(f"answer_settings: unknown setting {unknown[0]!r}; choose from "
+                          f"{sorted(fields)}")
+    settings = (recorded_settings(model_or_path, AnswerSettings())
+                if isinstance(model_or_path, str) else AnswerSettings())
+    if max_seq_length is not None:
+        settings = settings.replace(max_seq_length=max_seq_length)
+    return settings.replace(**(given or {}))
 
 
 def _check_text_signatures(model, tokenizer, formats, max_seq_length):
@@ -192,9 +221,10 @@ class _ArtifactBuilder:
     """Writes the artifacts into `work_dir`: each one's report entry (`artifacts`) and, per
     runtime, the calls a fresh process is to make on it (`runs`), for `_ArtifactVerifier`."""
 
-    def __init__(self, model, tokenizer, maker, work_dir, max_seq_length, serve, labelled):
+    def __init__(self, model, tokenizer, maker, work_dir, answer_settings, serve, labelled):
         self.model, self.tokenizer, self.maker = model, tokenizer, maker
-        self.work_dir, self.max_seq_length = work_dir, max_seq_length
+        self.work_dir, self.answer_settings = work_dir, answer_settings
+        self.max_seq_length = answer_settings.max_seq_length
         self.serve = serve
         self.labelled = labelled
         self.cases = maker.verification_cases()
@@ -208,11 +238,12 @@ class _ArtifactBuilder:
             "saved_model", str(int(serving_version)))
         path = os.path.join(self.work_dir, relative)
         tokenizer = self.tokenizer if text_signatures else None
-        write_saved_model(self.model, path, tokenizer, self.max_seq_length)
+        write_saved_model(self.model, path, tokenizer, self.max_seq_length,
+                          answer_settings=self.answer_settings)
         entry = self._entry("saved_model", relative, ops=saved_model_ops(path))
         calls = self._id_calls()
         if text_signatures:
-            calls += self._text_calls(TEXT_SIGNATURES)
+            calls += self._text_calls(TEXT_SIGNATURES) + self._answer_calls()
         self._schedule("saved_model", entry, {"path": path, "calls": calls,
                                               "latency": self._latency_call()}, "float32")
 
@@ -328,6 +359,13 @@ class _ArtifactBuilder:
         return [{"signature": name, "case": inputs[name][0], "inputs": inputs[name][1]}
                 for name in signatures]
 
+    def _answer_calls(self):
+        signature = answer_signature(self.model)
+        if signature is None:
+            return []
+        return [{"signature": signature, "case": ANSWER_CASE,
+                 "inputs": sorted(verification_inputs(self.model))}]
+
     def _entry(self, name, relative, **extra):
         entry = {"path": relative, **extra}
         self.artifacts[name] = entry
@@ -384,6 +422,8 @@ class _ArtifactVerifier:
         arrays["text_pair::text_b"] = np.array(second)
         arrays["examples::examples"] = np.array(_examples(single, [second[0], "", second[2]]),
                                                 dtype=object).astype("S")
+        for name, texts in verification_inputs(self.built.model).items():
+            arrays[f"{ANSWER_CASE}::{name}"] = np.array(texts)
         return arrays
 
     def _judge_runtime(self, runtime, artifacts, info, outputs, references):
@@ -441,6 +481,9 @@ class _ArtifactVerifier:
             for case, (a, b) in {"text_single": (single, None), "text_pair": (first, second),
                                  "examples": (single, [second[0], "", second[2]])}.items():
                 references[case] = self._text_reference(a, b)
+            if answer_signature(self.built.model) is not None:
+                references[ANSWER_CASE] = reference_answers(
+                    self.built.model, self.built.tokenizer, self.built.answer_settings)
         return references
 
     def _text_reference(self, texts, pair_texts):
@@ -472,7 +515,9 @@ class _ArtifactVerifier:
             values = {key[len(prefix):]: value for key, value in outputs.items()
                       if key.startswith(prefix)}
             expected = sorted(references[call["case"]])
-            if call["signature"] != "serving_default":
+            if call["case"] == ANSWER_CASE:
+                expected = answer_output_names(self.built.model, self.built.answer_settings)
+            elif call["signature"] != "serving_default":
                 expected = sorted(expected + list(answer_names(self.built.model)))
             if sorted(values) != expected:
                 self.failures.append(f"{name}: signature {call['signature']} returns "
@@ -483,7 +528,7 @@ class _ArtifactVerifier:
         if entry["judged_as"] == "float32":
             checks = self._float_checks(name, produced, references)
             checks += self._padding_checks(name, outputs)
-            checks += self._answer_checks(name, produced)
+            checks += self._answer_checks(name, produced, references)
             entry["verified"] = all(check["passed"] for check in checks)
         else:
             checks, entry["verified"] = self._quantized_checks(name, entry, produced, references)
@@ -492,6 +537,8 @@ class _ArtifactVerifier:
     def _float_checks(self, name, produced, references):
         checks = []
         for (case, signature), values in produced.items():
+            if case == ANSWER_CASE:  # judged by `_answer_checks`
+                continue
             for output in sorted(set(values) & set(references[case])):
                 result = float_difference(references[case][output], values[output])
                 passed = result["max_rel"] <= FLOAT32_TOLERANCE
@@ -555,18 +602,22 @@ class _ArtifactVerifier:
                 f"{described}")
         return checks, passed
 
-    def _answer_checks(self, name, produced):
-        """The text signatures' answers against the Python decoder (`kerasbert.export.answers`)."""
+    def _answer_checks(self, name, produced, references):
+        """The text signatures' answers against the Python decoders (`kerasbert.export.answers`,
+        `kerasbert.export.answer_signatures`)."""
         checks = []
         for (case, signature), values in produced.items():
             if signature == "serving_default":
                 continue
-            for check in answer_checks(self.built.model, values, FLOAT32_TOLERANCE):
+            found = (answer_signature_checks(self.built.model, values, references[case],
+                                             FLOAT32_TOLERANCE) if case == ANSWER_CASE
+                     else answer_checks(self.built.model, values, FLOAT32_TOLERANCE))
+            for check in found:
                 checks.append({"signature": signature, "case": case, **check})
                 if not check["passed"]:
                     self.failures.append(
                         f"{name}: answer {check['output']!r} on {signature} case {case} is not "
-                        "what the Python decoder makes of its logits")
+                        "what the Python decoder answers")
         return checks
 
     def _padding_checks(self, name, outputs):

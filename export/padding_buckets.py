@@ -26,6 +26,19 @@ def bucket_width(longest, max_seq_length):
     return tf.reduce_min(fitting)
 
 
+def cut_to_bucket(packed, max_seq_length):
+    """`packed` (int32 tensors by name, `[batch, max_seq_length]`, right-padded) cut to the
+    `bucket_width` of its longest row: only padding is removed.
+
+    >>> mask = tf.constant([[1, 1, 1, 0] + [0] * 60])
+    >>> cut_to_bucket({"padding_mask": mask}, 64)["padding_mask"].shape.as_list()
+    [1, 16]
+    """
+    longest = tf.reduce_max(tf.reduce_sum(packed["padding_mask"], axis=1))
+    width = bucket_width(longest, max_seq_length)
+    return {name: value[:, :width] for name, value in packed.items()}
+
+
 def expected_width(padding_mask, max_seq_length):
     """`bucket_width` in numpy, from a packed batch's `padding_mask` (`[batch, ..., seq]`).
 

@@ -3,6 +3,7 @@ judged on (and the labelled set, if any), and per artifact its size, SHA-256, si
 inventory, checks, quantized agreement (and task metric) and latency."""
 
 import collections
+import dataclasses
 import hashlib
 import importlib.metadata
 import json
@@ -83,10 +84,12 @@ def saved_model_ops(path):
     return dict(sorted(counts.items()))
 
 
-def make_report(model, tokenizer, artifacts, max_seq_length, opset, texts, labelled_set):
+def make_report(model, tokenizer, artifacts, max_seq_length, opset, texts, labelled_set,
+                answer_settings=None):
     """The report of a finished export (see `kerasbert.export.export`); `artifacts`: the verified
     artifacts' report entries by name, `texts`: the calibration and judging sets
-    (`TextSets.describe()`), `labelled_set`: what the labelled set was, or None."""
+    (`TextSets.describe()`), `labelled_set`: what the labelled set was, or None,
+    `answer_settings`: how the answer signatures decode (an `AnswerSettings`), or None."""
     config = encoder_of(model).config
     return {
         "versions": library_versions(),
@@ -95,7 +98,9 @@ def make_report(model, tokenizer, artifacts, max_seq_length, opset, texts, label
                   "inputs": {name: tensor.shape for name, tensor in model.input.items()},
                   "outputs": sorted(model.output),
                   "tokenizer": type(tokenizer).__name__ if tokenizer is not None else None,
-                  "labels": _label_names(model)},
+                  "labels": _label_names(model), "task": getattr(model, "task", None)},
+        "answer_settings": (dataclasses.asdict(answer_settings) if answer_settings is not None
+                            else None),
         "max_seq_length": max_seq_length,
         "onnx_opset": opset,
         "texts": texts,

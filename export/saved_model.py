@@ -12,25 +12,33 @@ Signatures (tag `serve`):
   `kerasbert.export.answers`).
 - `serve_examples(examples)`: serialized `tf.Example`s with a bytes feature `text` and an
   optional `text_pair` (rows without one are packed as single texts).
+- The task's answer signature (`kerasbert.export.answer_signatures`): `serve_choices(context,
+  choices)` for a multiple-choice model, `serve_question(question, context)` for span QA,
+  `serve_entities(text)` for token classification.
 Loading text signatures needs `import tensorflow_text` first (it registers the tokenizer ops).
 """
 
 import keras
 import tensorflow as tf
 
+from kerasbert.export.answer_settings import AnswerSettings
+from kerasbert.export.answer_signatures import answer_function, answer_signature
 from kerasbert.export.answers import with_answers
 from kerasbert.export.errors import ExportError
-from kerasbert.export.padding_buckets import bucket_width
+from kerasbert.export.padding_buckets import cut_to_bucket
 from kerasbert.export.signatures import serving_function
 
 TEXT_SIGNATURES = ("serve_text", "serve_text_pair", "serve_examples")
 
 
-def text_functions(model, tokenizer, max_seq_length, length_buckets=True):
+def text_functions(model, tokenizer, max_seq_length, length_buckets=True, answer_settings=None):
     """`{signature name: tf.function}` running `tokenizer` then `model` on strings.
 
     Each batch is padded to its longest row rounded up to a bucket of
     `kerasbert.export.padding_buckets`, or with `length_buckets=False` to `max_seq_length`.
+    A multiple-choice, span-QA or token-classification model also gets its answer signature
+    (`kerasbert.export.answer_signatures`), decoding with `answer_settings` (an
+    `AnswerSettings`; default: its defaults at `max_seq_length`).
 
     >>> import kerasbert
     >>> from kerasbert.tokenizers import WordPieceTokenizer
@@ -65,11 +73,7 @@ def text_functions(model, tokenizer, max_seq_length, length_buckets=True):
     def to_bucket(packed):
         """`packed` cut to the bucket of its longest row: right padding only, so the cut
         removes padding and nothing else."""
-        if not length_buckets:
-            return packed
-        longest = tf.reduce_max(tf.reduce_sum(packed["padding_mask"], axis=1))
-        width = bucket_width(longest, max_seq_length)
-        return {name: value[:, :width] for name, value in packed.items()}
+        return cut_to_bucket(packed, max_seq_length) if length_buckets else packed
 
     @tf.function(input_signature=[text])
     def serve_text(text):
@@ -91,13 +95,20 @@ def text_functions(model, tokenizer, max_seq_length, length_buckets=True):
         return run(to_bucket({name: tf.where(has_pair, pair[name], single[name])
                               for name in single}))
 
-    return {"serve_text": serve_text, "serve_text_pair": serve_text_pair,
-            "serve_examples": serve_examples}
+    functions = {"serve_text": serve_text, "serve_text_pair": serve_text_pair,
+                 "serve_examples": serve_examples}
+    settings = (answer_settings or AnswerSettings()).replace(max_seq_length=max_seq_length)
+    answers = answer_function(model, tokenizer, settings, length_buckets)
+    if answers is not None:
+        functions[answer_signature(model)] = answers
+    return functions
 
 
-def write_saved_model(model, directory, tokenizer=None, max_seq_length=128, length_buckets=True):
+def write_saved_model(model, directory, tokenizer=None, max_seq_length=128, length_buckets=True,
+                      answer_settings=None):
     """Write `model` as a SavedModel at `directory` (see the module docstring);
-    `length_buckets=False` pads the text signatures' batches to `max_seq_length`.
+    `length_buckets=False` pads the text signatures' batches to `max_seq_length`;
+    `answer_settings` (an `AnswerSettings`) is how the answer signature decodes.
 
     >>> import os, tempfile, kerasbert
     >>> encoder = kerasbert.zoo.build("bert_tiny_uncased", num_layers=1)
@@ -112,8 +123,8 @@ def write_saved_model(model, directory, tokenizer=None, max_seq_length=128, leng
     archive.add_endpoint("serving_default", serving_function(model))
     if tokenizer is not None:
         archive.track(tokenizer)
-        for name, function in text_functions(model, tokenizer, max_seq_length,
-                                                     length_buckets).items():
+        for name, function in text_functions(model, tokenizer, max_seq_length, length_buckets,
+                                             answer_settings).items():
             archive.add_endpoint(name, function)
     archive.write_out(directory, verbose=False)
     return directory

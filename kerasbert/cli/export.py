@@ -33,9 +33,28 @@ flags.DEFINE_list("quantize", ["none"], f"TFLite variants, any of {', '.join(QUA
                   "(int8: full integer, needs --calibration_data); dynamic_int8 also writes "
                   "model_dynamic_int8.onnx when onnx is among --formats.")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the text signatures and of "
-                     "the verification and calibration inputs.", lower_bound=4)
+                     "the verification and calibration inputs (default: a kerasbert-finetune "
+                     "folder's recorded one, else 128).", lower_bound=4)
 flags.DEFINE_boolean("text_signatures", False, "Add serve_text, serve_text_pair and "
-                     "serve_examples to the SavedModel and write model_text.tflite.")
+                     "serve_examples to the SavedModel (and the task's answer signature: "
+                     "serve_choices, serve_question or serve_entities) and write "
+                     "model_text.tflite.")
+# How serve_question decodes; a kerasbert-finetune folder's recorded values unless given.
+flags.DEFINE_integer("doc_stride", 128, "serve_question: tokens between the starts of two "
+                     "windows of a long context.", lower_bound=1)
+flags.DEFINE_integer("max_query_length", 64, "serve_question: a question's tokens kept.",
+                     lower_bound=1)
+flags.DEFINE_integer("max_answer_length", 30, "serve_question: the longest answer, in tokens.",
+                     lower_bound=1)
+flags.DEFINE_integer("n_best_size", 20, "serve_question: start and end candidates per window.",
+                     lower_bound=1)
+flags.DEFINE_boolean("version_2_with_negative", False, "serve_question: the model may answer "
+                     "that there is no answer (SQuAD v2.0); adds has_answer.")
+flags.DEFINE_float("null_score_diff_threshold", 0.0, "serve_question with "
+                   "--version_2_with_negative: no answer when the null score exceeds the best "
+                   "span's by more than this.")
+ANSWER_FLAGS = ("doc_stride", "max_query_length", "max_answer_length", "n_best_size",
+                "version_2_with_negative", "null_score_diff_threshold")
 flags.DEFINE_string("tokenizer", None, "A Hugging Face tokenizer folder for the text signatures "
                     "and calibration (default: the model's own).")
 flags.DEFINE_list("calibration_data", None, "Text files (one text a line, .gz allowed): int8 "
@@ -60,11 +79,15 @@ def main(argv):
 
     logging.set_verbosity(logging.WARNING)
     report = export(FLAGS.model, FLAGS.output_dir, formats=FLAGS.formats,
-                    quantize=FLAGS.quantize, max_seq_length=FLAGS.max_seq_length,
+                    quantize=FLAGS.quantize,
+                    max_seq_length=(FLAGS.max_seq_length if FLAGS["max_seq_length"].present
+                                    else None),
                     text_signatures=FLAGS.text_signatures, tokenizer=FLAGS.tokenizer,
                     calibration_data=FLAGS.calibration_data,
                     serving_version=FLAGS.serving_version, eval_file=FLAGS.eval_file,
-                    task=FLAGS.task, max_eval_examples=FLAGS.max_eval_examples)
+                    task=FLAGS.task, max_eval_examples=FLAGS.max_eval_examples,
+                    answer_settings={name: FLAGS[name].value for name in ANSWER_FLAGS
+                                     if FLAGS[name].present})
     print("\n".join(summary_lines(report, FLAGS.output_dir)))
 
 

@@ -60,6 +60,40 @@ def run_text_signatures(directory, texts, pairs, examples, work_dir, text_tflite
             else arrays(outputs) for signature, outputs in result.items()}
 
 
+def run_signature(directory, signature, inputs, work_dir):
+    """The outputs of the SavedModel's `signature` on `inputs` (`{name: nested lists of str}`),
+    from a process that imports only tensorflow and tensorflow_text: numpy arrays by name,
+    strings as `str`."""
+    request = os.path.join(work_dir, "fresh_signature_request.json")
+    result_file = os.path.join(work_dir, "fresh_signature_result.json")
+    with open(request, "w", encoding="utf-8") as file:
+        json.dump({"signature": signature, "inputs": inputs}, file)
+    completed = subprocess.run(
+        [sys.executable, "-I", os.path.abspath(__file__), "--signature", directory, request,
+         result_file], capture_output=True, text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    with open(result_file, encoding="utf-8") as file:
+        result = json.load(file)
+    return {name: np.asarray(value, object if _is_text(value) else None)
+            for name, value in result.items()}
+
+
+def _main_signature(directory, request_file, result_file):
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+
+    with open(request_file, encoding="utf-8") as file:
+        request = json.load(file)
+    loaded = tf.saved_model.load(os.path.join(directory, "saved_model"))
+    outputs = loaded.signatures[request["signature"]](
+        **{name: tf.constant(value) for name, value in request["inputs"].items()})
+    if any(module.split(".")[0] == "kerasbert" for module in sys.modules):
+        raise SystemExit("kerasbert was imported")
+    with open(result_file, "w", encoding="utf-8") as file:
+        json.dump({name: _listed(value) for name, value in outputs.items()}, file)
+
+
 def _is_text(value):
     while isinstance(value, list) and value:
         value = value[0]
@@ -70,7 +104,7 @@ def _listed(value):
     """An output as JSON-ready lists, strings (tf.string outputs) decoded from UTF-8."""
     value = np.asarray(value)
     if value.dtype.kind in "OS":
-        return [item.decode("utf-8") for item in value.tolist()]
+        return np.vectorize(lambda item: item.decode("utf-8"), otypes=[object])(value).tolist()
     return value.tolist()
 
 
@@ -150,5 +184,7 @@ def _main(directory, inputs_file, result_file, saved_model_dir, *tflite_files):
 if __name__ == "__main__":
     if sys.argv[1] == "--text":
         _main_text(*sys.argv[2:])
+    elif sys.argv[1] == "--signature":
+        _main_signature(*sys.argv[2:])
     else:
         _main(*sys.argv[1:])
