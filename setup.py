@@ -67,6 +67,7 @@ setup(
             "kerasbert-pretrain=kerasbert.cli.pretrain:run",
             "kerasbert-finetune=kerasbert.cli.finetune:run",
             "kerasbert-export=kerasbert.cli.export:run",
+            "kerasbert-predict=kerasbert.cli.predict:run",
             "kerasbert-classify=kerasbert.cli.classify:run",
             "kerasbert-convert=kerasbert.cli.convert:run",
             "kerasbert-distill=kerasbert.cli.distill:run",

@@ -19,7 +19,7 @@ WORD_POOLINGS = ("first", "mean")
 # kerasbert.export
 EXPORT_FORMATS = ("saved_model", "tflite", "onnx")
 QUANTIZATIONS = ("none", "float16", "dynamic_int8", "int8")
-CLASSIFY_RUNTIMES = ("tflite", "saved_model")
+PREDICT_RUNTIMES = ("tflite", "saved_model")
 # The keys of tables of implementations (kerasbert.tokenizers.vocabulary_training.TRAINERS,
 # kerasbert.training.finetuning_tasks.FINETUNING_TASKS); tests/test_choices.py holds them equal.
 VOCABULARY_KINDS = ("byte_pair", "sentence_piece", "wordpiece")

@@ -205,14 +205,16 @@ def test_exports_and_labels(run_dir):
     for name in ("saved_model", "model.tflite", "model_dynamic_int8.tflite", "model_text.tflite",
                  "model.onnx", "export_report.json"):
         assert os.path.exists(os.path.join(export, name)), name
-    with open(os.path.join(run_dir, "classify", "predictions.json"), encoding="utf-8") as file:
-        predictions = json.load(file)
+    with open(os.path.join(run_dir, "classify", "predictions.jsonl"), encoding="utf-8") as file:
+        predictions = [json.loads(line) for line in file]
     with open(os.path.join(run_dir, "sentences.txt"), encoding="utf-8") as file:
         assert [entry["text"] for entry in predictions] == file.read().splitlines()
     report = json.load(open(os.path.join(export, "export_report.json")))
     labels = report["model"]["labels"]
-    for entry in predictions:
-        assert entry["tflite"] == entry["saved_model"] and entry["tflite"] in labels
+    for entry in predictions:  # the label from the graphs, which agreed on it
+        assert entry["runtimes"] == ["tflite", "saved_model"] and entry["label"] in labels
+        assert sorted(entry["probabilities"]) == sorted(labels)
+        assert entry["label"] == max(entry["probabilities"], key=entry["probabilities"].get)
     # The quantized classifier is judged on the dev split by its task score.
     metric = report["artifacts"]["model_dynamic_int8.tflite"]["task_metric"]
     assert metric["task"] == "wordnet_gloss" and metric["examples"] == EXPORT_EVAL_EXAMPLES

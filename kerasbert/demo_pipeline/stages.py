@@ -7,6 +7,7 @@ the runner writes to `flags/<stage>.flags` in the run directory (rerun one stage
 """
 
 import dataclasses
+import json
 from typing import Callable
 
 import tensorflow as tf
@@ -20,6 +21,7 @@ TASK = "wordnet_gloss"
 # A few held-out test glosses, classified by the exported raw-text TFLite file and SavedModel.
 SENTENCES_FILE = "sentences.txt"
 SENTENCE_COUNT = 6
+PREDICTIONS_FILE = "predictions.jsonl"  # kerasbert-predict's answers, one JSON object a line
 # Dev glosses: the in-domain text on which the export measures its quantized classifier's
 # argmax agreement.
 AGREEMENT_FILE = "agreement_texts.txt"
@@ -172,11 +174,12 @@ def plan(run_dir, settings, precision="float32"):
                "max_eval_examples": EXPORT_EVAL_EXAMPLES,
                "max_seq_length": settings.finetune_seq_length},
               "export", False, _export_metric),
-        Stage("classify", "label raw sentences with the TFLite file and the SavedModel",
-              "kerasbert-classify",
+        Stage("classify", "label raw sentences with the TFLite file and the SavedModel "
+              "(the labels come out of the exported graphs)",
+              "kerasbert-predict",
               {"export_dir": path("export"), "input_file": path(SENTENCES_FILE),
-               "output_file": path("classify", "predictions.json")},
-              "classify/predictions.json", False, _classify_metric),
+               "output_file": path("classify", PREDICTIONS_FILE)},
+              f"classify/{PREDICTIONS_FILE}", False, _classify_metric),
     ]
 
 
@@ -233,6 +236,7 @@ def _export_metric(run_dir):
 
 
 def _classify_metric(run_dir):
-    predictions = _read_json(file_system.join(run_dir, "classify", "predictions.json"))
+    path = file_system.join(run_dir, "classify", PREDICTIONS_FILE)
+    predictions = [json.loads(line) for line in file_system.read_text(path).splitlines()]
     return (f"{len(predictions)} sentences, same labels from TFLite and SavedModel",
             {"predictions": predictions})

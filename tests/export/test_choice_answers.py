@@ -38,7 +38,7 @@ def choice_export(tmp_path_factory):
                                      max_seq_length=MAX_SEQ_LENGTH, text_signatures=True)
     outputs = run_signature(str(root / "out"), "serve_choices",
                             {"context": CONTEXTS, "choices": CHOICES}, str(root))
-    return model, tokenizer, report, outputs
+    return model, tokenizer, report, outputs, str(root / "out")
 
 
 def transformers_probabilities(model, tokenizer):
@@ -53,7 +53,7 @@ def transformers_probabilities(model, tokenizer):
 
 
 def test_serve_choices_answers_as_transformers(choice_export):
-    model, tokenizer, _, outputs = choice_export
+    model, tokenizer, _, outputs, _ = choice_export
     expected = transformers_probabilities(model, tokenizer)
     assert len(set(np.argmax(expected, axis=-1).tolist())) > 1  # not one choice for all
     assert outputs["choice"].tolist() == np.argmax(expected, axis=-1).tolist()
@@ -101,3 +101,34 @@ def test_a_graph_that_picks_another_choice_is_refused(tmp_path, monkeypatch):
                                 max_seq_length=MAX_SEQ_LENGTH, text_signatures=True,
                                 tokenizer=demo.vocabulary_dir("wordpiece"))
     assert not (tmp_path / "out").exists()
+
+
+def test_kerasbert_predict_answers_json_lines(choice_export, tmp_path):
+    """The binary: JSON lines in, each record with its choice out; a plain text file (records
+    with only `text`) is refused in one line naming the missing field."""
+    import json
+    import subprocess
+    import sys
+
+    outputs, export_dir = choice_export[3], choice_export[4]
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps({"id": index, "context": context, "choices": choices})
+                               + "\n" for index, (context, choices)
+                               in enumerate(zip(CONTEXTS, CHOICES))), encoding="utf-8")
+    command = [sys.executable, "-m", "kerasbert.cli.predict", f"--export_dir={export_dir}",
+               f"--input_file={records}", f"--output_file={tmp_path / 'answers.jsonl'}"]
+    run = subprocess.run(command, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    answers = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
+    assert [answer["id"] for answer in answers] == [0, 1, 2]
+    assert [answer["choice"] for answer in answers] == outputs["choice"].tolist()
+    np.testing.assert_allclose([answer["probabilities"] for answer in answers],
+                               outputs["probabilities"], atol=1e-6)
+    texts = tmp_path / "texts.txt"
+    texts.write_text("a text\n", encoding="utf-8")
+    command[-2:] = [f"--input_file={texts}"]
+    run = subprocess.run(command, capture_output=True, text=True)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines()[-1] == (
+        'kerasbert-predict: error: record 1 ({"text": "a text"}) has no \'context\' field; a '
+        "multiple_choice export needs context and choices")

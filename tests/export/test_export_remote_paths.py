@@ -79,16 +79,16 @@ def test_classify_reads_an_export_on_ram(ram_export, tmp_path):
     texts = tmp_path / "texts.txt"
     texts.write_text("".join(text + "\n" for text in TEXTS), encoding="utf-8")
     run = run_on_ram("classify", ["--export_dir={ram}/export", "--input_file={ram}/texts.txt",
-                                  "--output_file={ram}/predictions.json"],
+                                  "--output_file={ram}/predictions.jsonl"],
                      tmp_path, inputs={"export": ram_export.path("exports", "gloss"),
                                        "texts.txt": str(texts)})
     assert run.returncode == 0, run.stderr[-3000:]
     assert not run.local_ram_folder_made
-    with open(run.path("predictions.json"), encoding="utf-8") as file:
-        predictions = json.load(file)
+    with open(run.path("predictions.jsonl"), encoding="utf-8") as file:
+        predictions = [json.loads(line) for line in file]
     labels = demo.classification_labels()
     assert [row["text"] for row in predictions] == TEXTS
-    assert all(row["tflite"] == row["saved_model"] and row["tflite"] in labels
+    assert all(row["runtimes"] == ["tflite", "saved_model"] and row["label"] in labels
                for row in predictions)
 
 

@@ -1,0 +1,58 @@
+"""`kerasbert-predict` (alias `kerasbert-classify`): answers to raw text from an export, for
+every task: labels, entities, answer spans, choices.
+
+    kerasbert-predict --export_dir=exports/gloss --input_file=sentences.txt
+    kerasbert-predict --export_dir=exports/squad --input_file=questions.jsonl \\
+        --output_file=answers.jsonl
+
+Input: one text a line, or JSON lines with the task's fields (`text` and an optional
+`text_pair`; `text`; `question` and `context`; `context` and `choices`). Output: JSON lines,
+each record with its answer (`kerasbert.export.predictions`). A classifier exported with its
+raw-text TFLite file is run by that file and the SavedModel, which must agree.
+
+Trusted exports only: the SavedModel and the TFLite file run in this process, with this
+process's rights (a SavedModel can read and write files), so give it only exports you made or
+trust as you would a program.
+"""
+
+from absl import app, flags, logging
+
+from kerasbert.choices import PREDICT_RUNTIMES as RUNTIMES
+from kerasbert.cli.one_line_errors import run_reporting_errors
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("export_dir", None, "A kerasbert-export folder made with --text_signatures. "
+                    "Trusted exports only: its SavedModel and TFLite file run in this process.",
+                    required=True)
+flags.DEFINE_string("input_file", None, "Texts, one a line, or JSON lines of records (UTF-8).",
+                    required=True)
+flags.DEFINE_enum("input_format", "auto", ["auto", "text", "jsonl"], "text: one text a line; "
+                  "jsonl: one JSON object a line; auto: jsonl for .jsonl and .json files.")
+flags.DEFINE_list("runtimes", None, f"Any of {', '.join(RUNTIMES)}; with two, their answers "
+                  "must agree (default: both for a classifier with model_text.tflite, else "
+                  "saved_model).")
+flags.DEFINE_string("output_file", None, "Write the answers here as JSON lines (default: print "
+                    "them).")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    from kerasbert.export.predictions import predict_file
+
+    logging.set_verbosity(logging.WARNING)
+    predict_file(FLAGS.export_dir, FLAGS.input_file, FLAGS.input_format, FLAGS.runtimes,
+                 FLAGS.output_file)
+
+
+def run_as(program):
+    """Run as the console script `program` (errors are reported under its name)."""
+    run_reporting_errors(main, program, expected=("kerasbert.export.errors.ExportError",))
+
+
+def run():
+    run_as("kerasbert-predict")
+
+
+if __name__ == "__main__":
+    run()
