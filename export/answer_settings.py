@@ -44,10 +44,10 @@ class AnswerSettings:
         return dataclasses.replace(self, **changes)
 
 
-def recorded_settings(model_dir, defaults):
-    """`defaults` with what `model_dir`'s fine-tuning record says (`max_seq_length`, the SQuAD
-    flags, v2.0 when the task is `squad_v2`); `defaults` unchanged when `model_dir` is not a
-    `kerasbert-finetune` folder.
+def recorded_settings(model_path, defaults):
+    """`defaults` with what the fine-tuning record of `model_path` (a `kerasbert-finetune`
+    folder, or a `.keras` file in one) says: `max_seq_length`, the SQuAD flags, v2.0 when the
+    task is `squad_v2`; `defaults` unchanged for any other path.
 
     >>> import tempfile
     >>> recorded_settings(tempfile.mkdtemp(), AnswerSettings(doc_stride=64)).doc_stride
@@ -56,8 +56,10 @@ def recorded_settings(model_dir, defaults):
     from kerasbert.json_files import read_json_file
     from kerasbert.training.run_record import RUN_RECORD_FILE
 
-    path = file_system.join(model_dir, RUN_RECORD_FILE)
-    if not isinstance(model_dir, str) or not file_system.isfile(path):
+    if not file_system.isdir(model_path):
+        model_path = file_system.dirname(model_path)
+    path = file_system.join(model_path, RUN_RECORD_FILE)
+    if not file_system.isfile(path):
         return defaults
     record = read_json_file(path, "a training run record")
     flags = record.get("flags", {})

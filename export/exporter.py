@@ -5,6 +5,7 @@ import dataclasses
 import os
 import tempfile
 
+import keras
 import numpy as np
 import onnx
 import tensorflow as tf
@@ -177,8 +178,8 @@ def _answer_settings(model_or_path, max_seq_length, given):
     if unknown:
         raise ExportError(f"answer_settings: unknown setting {unknown[0]!r}; choose from "
                           f"{sorted(fields)}")
-    settings = (recorded_settings(model_or_path, AnswerSettings())
-                if isinstance(model_or_path, str) else AnswerSettings())
+    settings = (AnswerSettings() if isinstance(model_or_path, keras.Model)
+                else recorded_settings(os.fspath(model_or_path), AnswerSettings()))
     if max_seq_length is not None:
         settings = settings.replace(max_seq_length=max_seq_length)
     return settings.replace(**(given or {}))
@@ -514,10 +515,11 @@ class _ArtifactVerifier:
             prefix = f"{name}::{call['signature']}::{call['case']}::"
             values = {key[len(prefix):]: value for key, value in outputs.items()
                       if key.startswith(prefix)}
-            expected = sorted(references[call["case"]])
             if call["case"] == ANSWER_CASE:
                 expected = answer_output_names(self.built.model, self.built.answer_settings)
-            elif call["signature"] != "serving_default":
+            else:
+                expected = sorted(references[call["case"]])
+            if call["signature"] not in ("serving_default", answer_signature(self.built.model)):
                 expected = sorted(expected + list(answer_names(self.built.model)))
             if sorted(values) != expected:
                 self.failures.append(f"{name}: signature {call['signature']} returns "
