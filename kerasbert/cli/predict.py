@@ -45,13 +45,11 @@ def main(argv):
                  FLAGS.output_file)
 
 
-def run_as(program):
-    """Run as the console script `program` (errors are reported under its name)."""
-    run_reporting_errors(main, program, expected=("kerasbert.export.errors.ExportError",))
+EXPECTED_ERRORS = ("kerasbert.export.errors.ExportError",)
 
 
 def run():
-    run_as("kerasbert-predict")
+    run_reporting_errors(main, "kerasbert-predict", expected=EXPECTED_ERRORS)
 
 
 if __name__ == "__main__":
