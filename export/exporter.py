@@ -482,7 +482,8 @@ class _ArtifactVerifier:
             for case, (a, b) in {"text_single": (single, None), "text_pair": (first, second),
                                  "examples": (single, [second[0], "", second[2]])}.items():
                 references[case] = self._text_reference(a, b)
-            if answer_signature(self.built.model) is not None:
+            if any(call["case"] == ANSWER_CASE for artifacts in self.built.runs.values()
+                   for artifact in artifacts for call in artifact["calls"]):
                 references[ANSWER_CASE] = reference_answers(
                     self.built.model, self.built.tokenizer, self.built.answer_settings)
         return references
