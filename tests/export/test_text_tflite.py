@@ -17,6 +17,7 @@ import transformers
 
 import kerasbert
 from kerasbert.data import demo
+from kerasbert.export.answers import answer_names
 from kerasbert.export.padding_buckets import expected_width
 from kerasbert.export.text_tflite import (TEXT_TFLITE_DIFFERENCES, TFTEXT_CUSTOM_OPS,
                                           run_text_tflite, text_tflite_model)
@@ -206,7 +207,8 @@ def test_signature_is_serve_text_with_the_model_output_names(encoder_uncased, cl
     for model, flatbuffer in (encoder_uncased, classifier_cased):
         # The signature list is readable without the custom kernels.
         signatures = Interpreter(model_content=flatbuffer).get_signature_list()
-        assert signatures == {"serve_text": {"inputs": ["text"], "outputs": sorted(model.output)}}
+        outputs = sorted([*model.output, *answer_names(model)])
+        assert signatures == {"serve_text": {"inputs": ["text"], "outputs": outputs}}
 
 
 # --- the same ids as Hugging Face ---
@@ -271,8 +273,16 @@ def test_classifier_logits_equal_keras_on_hugging_face_ids(texts, tokenizers, cl
     inputs = _hf_packed(tokenizers[False][1], texts, MODEL_LENGTH, to_bucket=False)
     expected = np.asarray(model(inputs, training=False)["logits"])
     outputs = run_text_tflite(flatbuffer, texts)
-    assert list(outputs) == ["logits"] and outputs["logits"].shape == (len(texts), 3)
+    assert sorted(outputs) == ["label", "label_id", "logits", "probabilities"]
+    assert outputs["logits"].shape == (len(texts), 3)
     _assert_close(outputs["logits"], expected)
+    # The answers, from the Keras logits with NumPy (the model has no id2label: LABEL_<id>).
+    np.testing.assert_array_equal(outputs["label_id"], np.argmax(expected, axis=-1))
+    assert [label.decode() for label in outputs["label"]] == \
+        [f"LABEL_{index}" for index in np.argmax(expected, axis=-1)]
+    shifted = np.exp(expected - expected.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(outputs["probabilities"], shifted / shifted.sum(-1, keepdims=True),
+                               atol=1e-5)
 
 
 # Packed, 3, 6, 23, 34 and 212 (truncated to 40) tokens: buckets 16, 16, 32, 40 and 40.
