@@ -126,9 +126,12 @@ class RunRecord:
         if self.overwrite:
             self._check_inputs_survive()
             return
+        # Listed before the record is read: the workers of a multi-worker run share the
+        # directory, and one that records the run between the two reads must be seen as the
+        # recorded run (its record is written before its other files), not an unknown one.
+        earlier = self.outputs(self.model_dir)
         recorded = self._read()
         if recorded is None:
-            earlier = self.outputs(self.model_dir)
             if earlier:
                 raise RunRecordError(
                     f"{self.model_dir} holds files of an earlier run ("

@@ -121,6 +121,24 @@ def test_later_starts_check_the_model_only(tmp_path):
         record.start({"hidden_size": 64})
 
 
+def test_a_worker_that_records_the_run_meanwhile_is_the_recorded_run(tmp_path):
+    """Workers of a multi-worker run share the model directory: when another worker records
+    the same run (and writes its files) while this one checks, this one sees that record, not
+    an unrecorded earlier run (a race tests/training/test_preemption.py once lost)."""
+    other_worker = _record(tmp_path / "run")
+    record = _record(tmp_path / "run")
+
+    def outputs_while_the_other_worker_starts(model_dir):
+        if not (tmp_path / "run" / RUN_RECORD_FILE).exists():
+            other_worker.start({"hidden_size": 32}, log=lambda message: None)
+            (tmp_path / "run" / "kerasbert_model.json").write_text("{}")
+        return OUTPUTS(model_dir)
+
+    record.outputs = outputs_while_the_other_worker_starts
+    (tmp_path / "run").mkdir()
+    assert record.start({"hidden_size": 32}) == []
+
+
 def test_another_binary_or_an_unrecorded_run_is_refused(tmp_path):
     _started(tmp_path / "run")
     with pytest.raises(RunRecordError, match="holds a kerasbert-pretrain run .* not a "
