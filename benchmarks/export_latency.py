@@ -92,7 +92,8 @@ lower latency bucketed, for both.
 Run from the repository root, on an otherwise idle machine:
 
     python benchmarks/export_latency.py                  # BERT-base; the export takes minutes
-    python benchmarks/export_latency.py --smoke        # 2 layers, hidden 32: every code path
+    python benchmarks/export_latency.py --smoke        # 2 layers, hidden 32, float32: runs?
+    python benchmarks/export_latency.py --smoke --raw_text   # the raw-text part, tiny: runs?
     python benchmarks/export_latency.py --num_layers 4 --rounds 3 --calls 5   # mid-size
     python benchmarks/export_latency.py --quantize none dynamic_int8 --keep_dir
     python benchmarks/export_latency.py --raw_text       # raw text in: fixed 128 vs bucketed
@@ -602,12 +603,12 @@ def main():
                         help="run only the raw-text part: serve_text and model_text.tflite, "
                              "padded to 128 vs length-bucketed, in this process (no export)")
     parser.add_argument("--smoke", action="store_true",
-                        help="a tiny model (%s) and one short timing round: every code path "
-                             "(the raw-text part too) in little time, numbers meaningless"
-                             % SMOKE_SHAPE)
+                        help="that the script runs, numbers meaningless: a tiny model (%s), "
+                             "TFLite float32 only, one export call, one short timing round; "
+                             "with --raw_text, the raw-text part instead" % SMOKE_SHAPE)
     args = parser.parse_args()
     if args.smoke:
-        vars(args).update(SMOKE_TIMING)
+        vars(args).update(SMOKE_TIMING, quantize=["none"], one_export_call=True)
         print(smoke_banner())
     if args.rounds < 1 or args.calls < 1 or args.warmup < 1:
         parser.error("--rounds, --calls and --warmup must be at least 1")
@@ -618,10 +619,9 @@ def main():
         config = config.replace(num_layers=args.num_layers)
     if args.smoke:
         config = config.replace(**SMOKE_SHAPE)
-    if args.raw_text or args.smoke:
+    if args.raw_text:
         raw_text_latency(args, config)
-        if args.raw_text:
-            return
+        return
     quantize = [name for name in TFLITE_FILES if name in args.quantize]
 
     torch.set_num_threads(THREADS)

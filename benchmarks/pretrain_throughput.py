@@ -64,7 +64,7 @@ Run from the repository root:
 
     python benchmarks/pretrain_throughput.py                   # both shapes, ~11 minutes
     python benchmarks/pretrain_throughput.py --quick           # 2 timed steps per run
-    python benchmarks/pretrain_throughput.py --smoke           # tiny model, every code path, seconds
+    python benchmarks/pretrain_throughput.py --smoke           # tiny model, float32, no XLA: runs?
     python benchmarks/pretrain_throughput.py --presets bert_base_uncased --no_xla --steps 3 \
         --precisions float32 mixed_bfloat16                     # the bfloat16 table
     python benchmarks/pretrain_throughput.py --presets bert_mini_uncased --steps 30 --markdown
@@ -102,6 +102,7 @@ FLOPS_PRESET = "bert_base_uncased"
 WARMUP = 1
 SPEEDUP_TARGET, MATMUL_FRACTION_TARGET = 1.2, 0.5
 MATMUL_SIZE, MATMULS_PER_CALL, MATMUL_REPEATS = 2048, 4, 5
+SMOKE_MATMUL_SIZE = 256
 OURS, OURS_XLA, OURS_MLM = "kerasbert MLM+NSP", "kerasbert MLM+NSP XLA", "kerasbert MLM only"
 HUB, HUB_XLA = "keras-hub MLM", "keras-hub MLM XLA"
 
@@ -209,10 +210,11 @@ def training_flops_per_token(config):
     return 6 * weights + attention
 
 
-def matmul_flops_per_second():
-    """Best float32 `tf.matmul` rate over `MATMUL_REPEATS` calls of `MATMULS_PER_CALL` products."""
+def matmul_flops_per_second(size=MATMUL_SIZE):
+    """Best float32 `tf.matmul` rate over `MATMUL_REPEATS` calls of `MATMULS_PER_CALL` products
+    of `size` x `size` matrices."""
     rng = np.random.default_rng(0)
-    shape = (MATMUL_SIZE, MATMUL_SIZE)
+    shape = (size, size)
     lefts = [tf.constant(rng.standard_normal(shape, np.float32)) for _ in range(MATMULS_PER_CALL)]
     right = tf.constant(rng.standard_normal(shape, np.float32))
 
@@ -226,7 +228,7 @@ def matmul_flops_per_second():
         start = time.perf_counter()
         products(lefts, right).numpy()
         best = min(best, time.perf_counter() - start)
-    return MATMULS_PER_CALL * 2 * MATMUL_SIZE**3 / best
+    return MATMULS_PER_CALL * 2 * size**3 / best
 
 
 def main():
@@ -240,19 +242,21 @@ def main():
                         help="dtype policies of the runs")
     parser.add_argument("--no_xla", action="store_true", help="leave out the XLA rows")
     parser.add_argument("--smoke", action="store_true",
-                        help=f"every code path on a tiny model in seconds: {SMOKE_PRESET}, both "
-                             "precisions, with XLA, batch 2, 2 timed steps")
+                        help=f"that the script runs, on a tiny model in seconds: {SMOKE_PRESET}, "
+                             "float32 only, no XLA rows, batch 2, 2 timed steps, a small "
+                             "matmul probe")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     args = parser.parse_args()
     if args.quick:
         args.steps = 2
     if args.smoke:
-        args.presets, args.precisions, args.no_xla = [SMOKE_PRESET], list(PRECISIONS), False
+        args.presets, args.precisions, args.no_xla = [SMOKE_PRESET], ["float32"], True
         print(smoke_banner())
+    matmul_size = SMOKE_MATMUL_SIZE if args.smoke else MATMUL_SIZE
     precisions = list(dict.fromkeys(args.precisions))
 
     load_before = os.getloadavg()[0]
-    matmul_rate = matmul_flops_per_second()
+    matmul_rate = matmul_flops_per_second(matmul_size)
     measured, rows = {}, []
     for preset in args.presets:
         for precision in precisions:
@@ -266,7 +270,7 @@ def main():
                              f"{step_seconds:.3f}", f"{1 / step_seconds:.2f}",
                              f"{batch_size * SEQ_LENGTH / step_seconds:,.0f}",
                              f"{results[hub][1] / step_seconds:.2f}x"])
-    matmul_rate = max(matmul_rate, matmul_flops_per_second())
+    matmul_rate = max(matmul_rate, matmul_flops_per_second(matmul_size))
 
     print(f"BERT pretraining throughput (random weights), CPU, {os.cpu_count()} cores, CPU "
           f"bfloat16 flags: {', '.join(cpu_bfloat16_flags()) or 'none'}; sequence "
