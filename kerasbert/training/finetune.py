@@ -39,7 +39,7 @@ from kerasbert.models.tasks import TaskModel, build_task_model
 from kerasbert.training.distillation.students import copy_heads, student_encoder
 from kerasbert.training.distillation.task import TaskDistiller, check_teacher
 from kerasbert.training.layerwise import layerwise_lr_multipliers
-from kerasbert.training.loop import _SCALAR_METADATA, train
+from kerasbert.training.loop import _SCALAR_METADATA, Trainer
 from kerasbert.training.optimizers import create_optimizer
 from kerasbert.training.run_record import TRAINING_OUTPUTS, matching
 
@@ -234,16 +234,18 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
 
     history = _read_history(model_dir)
     writer = tf.summary.create_file_writer(file_system.join(model_dir, "eval"))
+    trainer = None  # made at the first epoch to train (restoring the latest checkpoint), kept
     for epoch, end_step in enumerate(epoch_ends, start=1):
         if any(entry["epoch"] == epoch for entry in history):
             continue  # trained and evaluated before a restart
-        train(trained, strategy, train_batches, model_dir, end_step,
-              checkpoint_interval=settings.checkpoint_interval,
-              steps_per_loop=min(100, settings.checkpoint_interval),
-              jit_compile=settings.jit_compile and xla_allowed(strategy=strategy),
-              max_recoveries=settings.max_recoveries,
-              save_data_position=settings.tf_data_service is None,
-              log=log)
+        trainer = trainer or Trainer(
+            trained, strategy, train_batches, model_dir, train_steps,
+            checkpoint_interval=settings.checkpoint_interval,
+            steps_per_loop=min(100, settings.checkpoint_interval),
+            jit_compile=settings.jit_compile and xla_allowed(strategy=strategy),
+            max_recoveries=settings.max_recoveries,
+            save_data_position=settings.tf_data_service is None, log=log)
+        trainer.run(until=end_step)
         if tuning_examples is not None:
             settings.null_score_diff_threshold = task.tuned_null_threshold(
                 model, tuning_examples, tokenizer, settings, settings.eval_batch_size)

@@ -120,8 +120,9 @@ class Trainer:
     >>> model_dir, quiet = tempfile.mkdtemp(), dict(progress=False, log=lambda message: None)
     >>> Trainer(model, strategy, data, model_dir, 3, steps_per_loop=2, **quiet).run()["step"]
     3
-    >>> Trainer(model, strategy, data, model_dir, 4, **quiet).steps_done
-    3
+    >>> trainer = Trainer(model, strategy, data, model_dir, 6, **quiet)
+    >>> trainer.steps_done, trainer.run(until=5)["step"], trainer.run()["step"]
+    (3, 5, 6)
     """
 
     def __init__(self, model, strategy, dataset_fn, model_dir, train_steps, *, steps_per_loop=100,
@@ -160,19 +161,23 @@ class Trainer:
         self._recoveries = 0
         self._progress_bar = None
 
-    def run(self):
-        """Train up to `train_steps`; the last logs (a dict of floats, including `"step"`).
+    def run(self, until=None):
+        """Train up to step `until` (default, and at most: `train_steps`), checkpointed there;
+        the last logs (a dict of floats, including `"step"`). Training in stages (a fine-tuning
+        run's epochs, evaluated in between) calls it once per stage: the compiled steps, the
+        data iterator and the progress bar carry on.
 
         Raises `TrainingPreempted` after SIGTERM and `TrainingInterrupted` after Ctrl-C (once
         the checkpoint is saved), `NonFiniteLossError` past `max_recoveries`.
         """
+        until = self._train_steps if until is None else min(until, self._train_steps)
         logs = {"step": self.steps_done}
         if self._max_recoveries:
             self.save()  # a good state to go back to
         with preemption_watcher(self._strategy).watching(self.save) as watcher:
             try:
-                while self.steps_done < self._train_steps:
-                    count = min(self._steps_per_loop, self._train_steps - self.steps_done,
+                while self.steps_done < until:
+                    count = min(self._steps_per_loop, until - self.steps_done,
                                 self._checkpoint_interval
                                 - self.steps_done % self._checkpoint_interval)
                     logs, non_finite = self.run_steps(count)
@@ -181,7 +186,7 @@ class Trainer:
                         continue
                     self.write_logs(logs)
                     if (self.steps_done % self._checkpoint_interval == 0
-                            or self.steps_done == self._train_steps):
+                            or self.steps_done == until):
                         self.save()
                     logs["step"] = self.steps_done
                     watcher.check()
@@ -330,13 +335,35 @@ def _count_non_finite(logs):
                                            tf.float32)) for value in tf.nest.flatten(logs)])
 
 
+# The path of a Keras `SeedGenerator`'s state variable: "<generator name>/seed_generator_state".
+_SEED_STATE = "seed_generator_state"
+
+
 def model_variables(model):
     """Every variable of `model` (weights and the dropout seed states) keyed by its path, for
     `tf.train.Checkpoint(model_variables=...)`: Keras 3 models are not tracked by
-    `tf.train.Checkpoint` themselves."""
-    variables = {}
+    `tf.train.Checkpoint` themselves.
+
+    Keras names a seed generator after a count of those the process made before it
+    (`seed_generator_43`), so a seed state is keyed by its place among the model's instead
+    (`seed_generator`, `seed_generator_1`, ...: the names the first model of a new process
+    gets): the keys of a model do not depend on what its process built before.
+
+    >>> import kerasbert
+    >>> config = kerasbert.EncoderConfig("bert", vocab_size=50, hidden_size=8, num_layers=1,
+    ...                                  num_heads=2, intermediate_size=16, max_positions=8)
+    >>> first, later = (kerasbert.models.build_encoder(config) for _ in range(2))
+    >>> list(model_variables(later)) == list(model_variables(first))
+    True
+    >>> [key for key in model_variables(later) if _SEED_STATE in key][:2]
+    ['seed_generator.seed_generator_state', 'seed_generator_1.seed_generator_state']
+    """
+    variables, seed_states = {}, 0
     for variable in model.variables:
         key = variable.path.replace("/", ".")
+        if variable.path.endswith("/" + _SEED_STATE):
+            key = "seed_generator" + (f"_{seed_states}" if seed_states else "") + "." + _SEED_STATE
+            seed_states += 1
         if key in variables and variables[key] is not variable:
             raise ValueError(f"Two variables of {model.name} share the path {variable.path!r}")
         variables[key] = variable
