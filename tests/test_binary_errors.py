@@ -1,5 +1,6 @@
 """Every binary, given an input file or vocabulary that does not exist, as a new user would: one line
-naming the binary and the missing path, a non-zero exit status, no traceback. And, through the
+naming the binary and the missing path, a non-zero exit status, no traceback (each binary's
+`run()` in this process: `tests.binaries.run_binary`). And, through the
 installed console scripts (as a user runs them: stderr must then be exactly that one line), the
 other ways a binary stops: an error from inside TensorFlow (its first message line), a flag out of
 bounds, a Hugging Face config.json that is not a JSON object, damaged run files (named, with the
@@ -19,6 +20,7 @@ import filelock
 import pytest
 
 import kerasbert.data.demo
+from tests.binaries import run_binary
 from tests.helpers import run_shared_folder
 
 VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
@@ -84,9 +86,7 @@ def _run(case, tmp_path):
     module, arguments, missing = CASES[case]
     places = {"missing": str(tmp_path / "missing"), "out": str(_output_folder(tmp_path, case)),
               "file": str(tmp_path / "input.txt")}
-    command = [sys.executable, "-m", f"kerasbert.cli.{module}",
-               *(argument.format(**places) for argument in arguments)]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    result = run_binary(module, *(argument.format(**places) for argument in arguments))
     return {"status": result.returncode, "stdout": result.stdout, "stderr": result.stderr,
             "missing": missing.format(**places)}
 
@@ -230,15 +230,17 @@ def results(tmp_path_factory):
         if not (tmp_path / "results.json").exists():
             tmp_path.mkdir()
             (tmp_path / "input.txt").write_text("a sentence\n")
-            jobs = {**{case: (_run, case) for case in CASES},
-                    **{case: (_run_one_line_case, case) for case in ONE_LINE_CASES},
+            jobs = {**{case: (_run_one_line_case, case) for case in ONE_LINE_CASES},
                     "interrupted while starting": (_interrupt_while_starting,),
                     "interrupted while training": (_interrupt_training,)}
             # The training run first: it is the longest chain (two runs, one after the other).
             order = sorted(jobs, key=lambda name: name != "interrupted while training")
             with ThreadPoolExecutor(max_workers=8) as pool:
                 futures = {name: pool.submit(*jobs[name], tmp_path) for name in order}
-                outcomes = {name: future.result() for name, future in futures.items()}
+                # Meanwhile, the in-process cases here (the pool's threads only wait for
+                # their processes).
+                outcomes = {case: _run(case, tmp_path) for case in CASES}
+                outcomes.update({name: future.result() for name, future in futures.items()})
             (tmp_path / "results.json").write_text(json.dumps(outcomes))
     return tmp_path, json.loads((tmp_path / "results.json").read_text())
 

@@ -1,4 +1,6 @@
-"""`kerasbert-create-pretraining-data`: Google-format records, byte-identical reruns, resume."""
+"""`kerasbert-create-pretraining-data`: Google-format records, byte-identical reruns, resume.
+
+The binary runs in this process (`tests.binaries.run_binary`), except where it is killed."""
 
 import glob
 import gzip
@@ -9,13 +11,13 @@ import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
 import kerasbert.data.demo
 from kerasbert.data.tfrecords import read_pretraining_records
+from tests.binaries import run_binary
 
 VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
 
@@ -35,16 +37,18 @@ def corpus(tmp_path_factory):
     return str(directory / "part-*.txt")
 
 
-def _command(corpus, output, *extra):
-    return [sys.executable, "-m", "kerasbert.cli.create_pretraining_data",
-            f"--input_file={corpus}", f"--output_file={output}", f"--vocab_file={VOCAB}",
+def _flags(corpus, output, *extra):
+    return [f"--input_file={corpus}", f"--output_file={output}", f"--vocab_file={VOCAB}",
             "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=2",
             "--random_seed=7", *extra]
 
 
+def _binary(*flags):
+    return run_binary("create_pretraining_data", *flags)
+
+
 def _run(corpus, output, *extra):
-    result = subprocess.run(_command(corpus, output, *extra), capture_output=True, text=True,
-                            timeout=600)
+    result = _binary(*_flags(corpus, output, *extra))
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
@@ -102,7 +106,8 @@ def test_gzip_and_other_objectives(corpus, tmp_path):
 def test_killed_run_resumes_to_the_same_files(corpus, first_run, tmp_path):
     """SIGKILL after the first shard is complete; a rerun keeps it and writes the rest."""
     output = tmp_path / "train.tfrecord"
-    process = subprocess.Popen(_command(corpus, output, "--num_shards=3"),
+    process = subprocess.Popen([sys.executable, "-m", "kerasbert.cli.create_pretraining_data",
+                                *_flags(corpus, output, "--num_shards=3")],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     first_shard = tmp_path / "train-00000-of-00003.tfrecord"
     deadline = time.time() + 300
@@ -134,9 +139,8 @@ def test_an_unfinished_output_refuses_other_flags_and_goes_on_with_its_own(corpu
     assert intent["flags"]["dupe_factor"] == 2 and intent["flags"]["random_seed"] == 7
     assert intent["input_files"] == sorted(glob.glob(corpus))
     before = {name: (tmp_path / name).read_bytes() for name in os.listdir(tmp_path)}
-    refused = subprocess.run(_command(corpus, output, "--num_shards=3", "--num_tasks=2",
-                                      "--task_index=1", "--dupe_factor=1"),
-                             capture_output=True, text=True, timeout=600)
+    refused = _binary(*_flags(corpus, output, "--num_shards=3", "--num_tasks=2",
+                              "--task_index=1", "--dupe_factor=1"))
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-3000:]
     line = refused.stderr.strip().splitlines()[-1]
     assert line.startswith("kerasbert-create-pretraining-data: error: ")
@@ -151,15 +155,10 @@ def test_an_unfinished_output_refuses_other_flags_and_goes_on_with_its_own(corpu
 
 
 def test_bad_flags_are_reported(corpus, tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "kerasbert.cli.create_pretraining_data",
-         f"--input_file={tmp_path}/missing-*.txt", f"--output_file={tmp_path}/x.tfrecord",
-         f"--vocab_file={VOCAB}"], capture_output=True, text=True, timeout=300)
+    result = _binary(f"--input_file={tmp_path}/missing-*.txt",
+                     f"--output_file={tmp_path}/x.tfrecord", f"--vocab_file={VOCAB}")
     assert result.returncode != 0 and "missing-*.txt" in result.stderr
-    result = subprocess.run(
-        [sys.executable, "-m", "kerasbert.cli.create_pretraining_data",
-         f"--input_file={corpus}", f"--output_file={tmp_path}/x.tfrecord"],
-        capture_output=True, text=True, timeout=300)
+    result = _binary(f"--input_file={corpus}", f"--output_file={tmp_path}/x.tfrecord")
     assert result.returncode != 0 and "--vocab_file" in result.stderr
     assert not os.path.exists(tmp_path / "x.tfrecord")
 
@@ -173,12 +172,9 @@ def test_a_share_too_small_for_an_instance(tmp_path):
     small.write_text("\n\n".join("\n".join(f"The function returns value {number} of the list "
                                             f"in section {document}." for number in range(4))
                                   for document in range(6)) + "\n")
-    commands = [_command(small, tmp_path / "one" / "train.tfrecord", "--num_shards=2"),
-                _command(small, tmp_path / "two" / "train.tfrecord", "--num_shards=2",
-                         "--num_tasks=2", "--task_index=1")]
-    with ThreadPoolExecutor(len(commands)) as pool:
-        one, two = pool.map(lambda command: subprocess.run(
-            command, capture_output=True, text=True, timeout=600), commands)
+    one = _binary(*_flags(small, tmp_path / "one" / "train.tfrecord", "--num_shards=2"))
+    two = _binary(*_flags(small, tmp_path / "two" / "train.tfrecord", "--num_shards=2",
+                          "--num_tasks=2", "--task_index=1"))
     assert one.returncode == 0, one.stderr[-3000:]
     empty = tmp_path / "one" / "train-00001-of-00002.tfrecord"
     assert (f"warning: {empty} holds no instances: its share of the corpus was too small; use "
@@ -223,11 +219,8 @@ def test_a_corpus_without_text_is_an_error_that_leaves_nothing(tmp_path):
         (tmp_path / f"out-{index}").mkdir()
         (tmp_path / f"out-{index}" / f".tmp-{shard}-0a1b2c3d").write_bytes(b"half-written")
         (tmp_path / f"out-{index}" / f".tmp-{shard}-mine").write_bytes(b"the user's")
-    commands = [_command(path, tmp_path / f"out-{index}" / "train.tfrecord", *extra)
-                for index, (path, _, _, _, extra, _) in enumerate(cases)]
-    with ThreadPoolExecutor(len(commands)) as pool:
-        results = list(pool.map(lambda command: subprocess.run(
-            command, capture_output=True, text=True, timeout=600), commands))
+    results = [_binary(*_flags(path, tmp_path / f"out-{index}" / "train.tfrecord", *extra))
+               for index, (path, _, _, _, extra, _) in enumerate(cases)]
     for index, (case, result) in enumerate(zip(cases, results)):
         path, lines, documents, without_tokens, extra, shard = case
         stderr = result.stderr.strip()

@@ -285,7 +285,7 @@ def test_the_data_service_dispatcher_journals_on_ram(ram):
     assert "tf_data_dispatcher_journal" in file_system.listdir(work_dir)
 
 
-# The binaries, with every path on ram:// (a fresh process each: ram:// lives in one process).
+# The binaries, with every path on ram:// (in this process, on a ram:// folder emptied first).
 
 @pytest.mark.slow
 def test_kerasbert_vocab_on_ram_writes_what_the_library_writes(local_corpus, tmp_path):

@@ -14,24 +14,33 @@ import pytest
 import tensorflow as tf
 
 import kerasbert.data.demo
+from tests.binaries import run_binary
 from tests.helpers import run_shared_folder
 
-pytestmark = pytest.mark.slow  # seven runs of the binary, about a minute on two cores
+pytestmark = pytest.mark.slow  # six processes of the binary at once, two runs in this one
 
 VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
 NUM_SHARDS = 4
 TASK_COUNTS = (1, 2, 3)
 
 
-def _command(corpus, output, *extra):
-    return [sys.executable, "-m", "kerasbert.cli.create_pretraining_data",
-            f"--input_file={corpus}", f"--output_file={output}", f"--vocab_file={VOCAB}",
+def _flags(corpus, output, *extra):
+    return [f"--input_file={corpus}", f"--output_file={output}", f"--vocab_file={VOCAB}",
             "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=1",
             "--random_seed=11", f"--num_shards={NUM_SHARDS}", *extra]
 
 
-def _run(command):
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+def _run_process(flags):
+    """The binary in a process of its own: the tasks of a data set run at the same time."""
+    result = subprocess.run([sys.executable, "-m", "kerasbert.cli.create_pretraining_data",
+                             *flags], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def _run(flags):
+    """The binary in this process (`tests.binaries.run_binary`)."""
+    result = run_binary("create_pretraining_data", *flags)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 
@@ -69,12 +78,12 @@ def _make_runs(root):
         with gzip.open(path, "rt", encoding="utf-8") as file:
             lines = file.read().split("\n")[:150]
         (corpus / f"part-{index}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    jobs = {f"{count}/{index}": _command(str(corpus / "part-*.txt"),
-                                         root / f"tasks-{count}" / "train.tfrecord",
-                                         f"--num_tasks={count}", f"--task_index={index}")
+    jobs = {f"{count}/{index}": _flags(str(corpus / "part-*.txt"),
+                                       root / f"tasks-{count}" / "train.tfrecord",
+                                       f"--num_tasks={count}", f"--task_index={index}")
             for count in TASK_COUNTS for index in range(count)}
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        stdout = dict(zip(jobs, pool.map(_run, jobs.values())))
+        stdout = dict(zip(jobs, pool.map(_run_process, jobs.values())))
     (root / "stdout.json").write_text(json.dumps(stdout))
 
 
@@ -145,7 +154,7 @@ def test_every_task_writes_the_data_sets_manifest_last(runs):
 
 def test_a_task_alone_writes_a_manifest_that_says_it_is_not_complete(runs, tmp_path):
     _, pattern, _ = runs
-    _run(_command(pattern, tmp_path / "train.tfrecord", "--num_tasks=2", "--task_index=1"))
+    _run(_flags(pattern, tmp_path / "train.tfrecord", "--num_tasks=2", "--task_index=1"))
     manifest = json.loads((tmp_path / "train.tfrecord.manifest.json").read_text())
     assert not manifest["complete"] and manifest["task_indices"] == [1]
     assert [shard["path"] for shard in manifest["shards"]] == [
@@ -158,6 +167,6 @@ def test_rerun_of_a_finished_task_changes_nothing(runs):
     root, pattern, _ = runs
     directory = root / "tasks-3"
     before = _state(directory)
-    stdout = _run(_command(pattern, directory / "train.tfrecord", "--num_tasks=3", "--task_index=1"))
+    stdout = _run(_flags(pattern, directory / "train.tfrecord", "--num_tasks=3", "--task_index=1"))
     assert "nothing to do" in stdout
     assert _state(directory) == before

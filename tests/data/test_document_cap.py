@@ -5,8 +5,6 @@ before the cap."""
 
 import hashlib
 import random
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -15,6 +13,7 @@ import kerasbert.data.demo
 import kerasbert.zoo
 from kerasbert.data.corpus import MAX_DOCUMENT_LINES, CorpusStats, document_windows
 from kerasbert.data.pretraining import PretrainingDataConfig, instance_batches
+from tests.binaries import run_binary
 
 # `document_windows` reads lines in chunks of this many (`kerasbert.data.corpus._CHUNK_LINES`):
 # windows are given out at the end of a chunk.
@@ -136,11 +135,11 @@ def test_normal_corpora_give_the_instances_they_gave_before_the_cap():
 
 
 def _create_pretraining_data(corpus, output):
-    result = subprocess.run(
-        [sys.executable, "-m", "kerasbert.cli.create_pretraining_data", f"--input_file={corpus}",
-         f"--output_file={output}", f"--vocab_file={VOCAB}", "--max_seq_length=64",
-         "--max_predictions_per_seq=10", "--dupe_factor=1"],
-        capture_output=True, text=True, timeout=600)
+    """`kerasbert-create-pretraining-data`, in this process (`tests.binaries.run_binary`)."""
+    result = run_binary(
+        "create_pretraining_data", f"--input_file={corpus}", f"--output_file={output}",
+        f"--vocab_file={VOCAB}", "--max_seq_length=64", "--max_predictions_per_seq=10",
+        "--dupe_factor=1")
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 

@@ -1,20 +1,17 @@
-"""`kerasbert-vocab`: trains each vocabulary kind from text files, with a progress bar."""
+"""`kerasbert-vocab`: trains each vocabulary kind from text files, with a progress bar (the
+binary runs in this process: `tests.binaries.run_binary`)."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
 from kerasbert.data import demo
 from kerasbert.tokenizers import from_hf
-
-ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+from tests.binaries import run_binary
 
 
 def _run(*flags):
-    return subprocess.run([sys.executable, "-m", "kerasbert.cli.vocab", *flags], env=ENV,
-                          capture_output=True, text=True)
+    return run_binary("vocab", *flags)
 
 
 @pytest.mark.parametrize("kind,size,files", [

@@ -1,7 +1,9 @@
 """`kerasbert-distill`: distills a tiny BERT teacher's student from text end to end, writes a
 `student.keras` that loads alone and a model directory that fine-tuning starts from, resumes
 after a kill bit for bit where an uninterrupted run ends, refuses a rerun with other values,
-hands `--task` runs to `kerasbert-finetune`, and reports bad input in one line."""
+hands `--task` runs to `kerasbert-finetune`, and reports bad input in one line. The binary runs
+in this process (`tests.binaries.run_binary`), except the run that is killed and the `--task`
+hand-over (it replaces its process)."""
 
 import json
 import os
@@ -18,6 +20,7 @@ import tensorflow as tf
 from kerasbert import EncoderConfig
 from kerasbert.models import PretrainingModel, build_encoder
 from kerasbert.training.pretrained_sources import PRETRAINED_MODEL_FILE, pretrained_source
+from tests.binaries import run_binary
 
 pytestmark = pytest.mark.slow
 
@@ -54,16 +57,14 @@ def files(tmp_path_factory):
     return root
 
 
-def _distill_command(files, steps, model_dir="run"):
-    return _command(
-        f"--teacher={files / 'teacher.keras'}", f"--model_dir={files / model_dir}",
-        f"--text_files={files / 'corpus.txt'}", f"--vocab_file={files / 'vocab.txt'}",
-        f"--train_steps={steps}", *DATA)
+def _distill_flags(files, steps, model_dir="run"):
+    return [f"--teacher={files / 'teacher.keras'}", f"--model_dir={files / model_dir}",
+            f"--text_files={files / 'corpus.txt'}", f"--vocab_file={files / 'vocab.txt'}",
+            f"--train_steps={steps}", *DATA]
 
 
 def _distill(files, steps, model_dir="run"):
-    return subprocess.run(_distill_command(files, steps, model_dir), capture_output=True,
-                          text=True, env=ENV, timeout=600)
+    return run_binary("distill", *_distill_flags(files, steps, model_dir))
 
 
 def _checkpoint(prefix):
@@ -101,7 +102,7 @@ def test_distills_resumes_and_hands_the_student_to_finetuning(files):
     # Killed (SIGKILL) once its second checkpoint is on disk, then rerun: it resumes and ends
     # bit for bit where the uninterrupted run ended.
     killed = files / "killed"
-    process = subprocess.Popen(_distill_command(files, steps, "killed"),
+    process = subprocess.Popen(_command(*_distill_flags(files, steps, "killed")),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     deadline = time.time() + 300
     while process.poll() is None and not (killed / "ckpt-4.index").exists():
@@ -141,15 +142,12 @@ def test_bad_input_is_one_line_and_task_runs_are_finetunes(files):
             f"Mismatched vocabularies: --vocab_file {files / 'other_vocab.txt'} has 55 tokens, "
             "the teacher's vocab_size is 120",
     }
-    # All at once (each is mostly imports).
     task = subprocess.Popen(_command("--task=mrpc", "--helpshort"), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=ENV)
-    runs = {flags: subprocess.Popen(_command(*flags), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, env=ENV)
-            for flags in failures}
     for flags, message in failures.items():
-        _, stderr = runs[flags].communicate(timeout=600)
-        assert runs[flags].returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+        run = run_binary("distill", *flags)
+        stderr = run.stderr
+        assert run.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
         last = stderr.strip().splitlines()[-1]
         assert last.startswith("kerasbert-distill: error: ") and message in last, last
     assert not (files / "failed").exists()  # nothing written

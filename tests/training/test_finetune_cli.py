@@ -5,7 +5,8 @@ tests/conftest.py) on the first 4,000 training glosses, 2 epochs at 1e-3, and mu
 answering the most frequent training label on the first 160 dev glosses by 0.07 in dev
 accuracy; a random encoder, or 480 glosses, stayed at or near that baseline. The accuracy it
 reaches is printed (`-s`) and given in BUILD.md ("Learning proofs"). The other runs start from
-a random tiny encoder and check flags and errors.
+a random tiny encoder and check flags and errors. The binary runs in this process
+(`tests.binaries.run_binary`), except the run that is killed.
 """
 
 import gzip
@@ -28,6 +29,7 @@ import kerasbert
 from kerasbert.data import demo
 from kerasbert.training.glue_metrics import is_degenerate
 from kerasbert.training.pretrained_sources import PretrainedSourceError, pretrained_source
+from tests.binaries import run_binary
 
 pytestmark = pytest.mark.slow
 
@@ -61,9 +63,8 @@ def workspace(tmp_path_factory):
 
 
 def finetune_command(workspace, model_dir, *flags, init_from=None):
-    """The module's fine-tuning command line; `init_from` defaults to the random tiny encoder."""
-    return [sys.executable, "-m", "kerasbert.cli.finetune", "--task=wordnet_gloss",
-            f"--data_dir={workspace / 'data'}",
+    """The module's fine-tuning flags; `init_from` defaults to the random tiny encoder."""
+    return ["finetune", "--task=wordnet_gloss", f"--data_dir={workspace / 'data'}",
             f"--init_from={init_from or workspace / 'encoder.keras'}",
             f"--vocab_file={VOCAB}", f"--model_dir={model_dir}", "--max_seq_length=32",
             "--train_batch_size=32", "--eval_batch_size=64", "--num_train_epochs=2",
@@ -71,13 +72,14 @@ def finetune_command(workspace, model_dir, *flags, init_from=None):
 
 
 def main_run_command(workspace, model_dir, pretrained, *flags):
-    """The main run's command line: the pretrained tiny BERT, all training glosses, 1e-3."""
+    """The main run's flags: the pretrained tiny BERT, all training glosses, 1e-3."""
     return finetune_command(workspace, model_dir, "--learning_rate=1e-3", *flags,
                             init_from=pretrained)
 
 
 def run(command, check=True):
-    result = subprocess.run(command, capture_output=True, text=True, env=ENV)
+    """Run `command` (a binary's module in `kerasbert.cli`, then its flags) in this process."""
+    result = run_binary(*command)
     if check and result.returncode != 0:
         raise AssertionError(f"exit {result.returncode}:\n{result.stdout[-3000:]}\n"
                              f"{result.stderr[-3000:]}")
@@ -171,8 +173,9 @@ def test_resumes_after_a_kill_bit_for_bit(workspace, trained, pretrained_tiny_be
     model_dir = workspace / "killed"
     command = main_run_command(workspace, model_dir, pretrained_tiny_bert_file,
                                "--checkpoint_interval=5")
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=ENV)
+    module, *flags = command
+    process = subprocess.Popen([sys.executable, "-m", f"kerasbert.cli.{module}", *flags],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     deadline = time.time() + 600
     while not (model_dir / "ckpt-10.index").exists() and process.poll() is None:
         assert time.time() < deadline, "no checkpoint within 10 minutes"
@@ -287,7 +290,7 @@ def test_pretrained_sources_give_the_stored_weights_and_tokenizer(workspace, tmp
     from tests.helpers import hf_config, save_hf_model
 
     pretrain_dir = tmp_path / "pretrain"
-    run([sys.executable, "-m", "kerasbert.cli.pretrain", "--model=bert_tiny_uncased",
+    run(["pretrain", "--model=bert_tiny_uncased",
          "--config_overrides=num_layers=1,hidden_size=32,num_heads=2,intermediate_size=64",
          f"--text_files={demo.pretraining_corpus_files()[0]}", f"--vocab_file={VOCAB}",
          f"--model_dir={pretrain_dir}", "--train_steps=2", "--batch_size=4",

@@ -1,5 +1,6 @@
 """`kerasbert-pretrain`: trains from text or records, logs to TensorBoard, checkpoints, resumes
-after a real kill at the same step and data position, and stops on a non-finite loss."""
+after a real kill at the same step and data position, and stops on a non-finite loss. The
+binaries run in this process (`tests.binaries.run_binary`), except the run that is killed."""
 
 import json
 import os
@@ -13,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 import kerasbert.data.demo
+from tests.binaries import run_binary
 
 VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
 TEXT = kerasbert.data.demo.pretraining_corpus_files()[0]
@@ -23,16 +25,14 @@ TINY = ["--config_overrides=num_layers=1,hidden_size=32,num_heads=2,intermediate
         "--learning_rate=1e-3", "--steps_per_loop=5"]
 
 
-def _command(model_dir, *flags):
+def _flags(model_dir, *flags):
     model = [] if any(flag.startswith("--model=") for flag in flags) else [
         "--model=bert_tiny_uncased"]
-    return [sys.executable, "-m", "kerasbert.cli.pretrain", f"--model_dir={model_dir}", *model,
-            *TINY, *flags]
+    return [f"--model_dir={model_dir}", *model, *TINY, *flags]
 
 
 def _run(model_dir, *flags, check=True):
-    result = subprocess.run(_command(model_dir, *flags), capture_output=True, text=True,
-                            timeout=600)
+    result = run_binary("pretrain", *_flags(model_dir, *flags))
     if check:
         assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -65,11 +65,10 @@ def test_trains_from_text_with_a_flagfile_and_logs(tmp_path):
 
 def test_trains_from_pretraining_records(tmp_path):
     records = tmp_path / "records.tfrecord"
-    made = subprocess.run(
-        [sys.executable, "-m", "kerasbert.cli.create_pretraining_data", f"--input_file={TEXT}",
-         f"--output_file={records}", f"--vocab_file={VOCAB}", "--max_seq_length=64",
-         "--max_predictions_per_seq=8", "--dupe_factor=1", "--objective=sop"],
-        capture_output=True, text=True, timeout=600)
+    made = run_binary(
+        "create_pretraining_data", f"--input_file={TEXT}", f"--output_file={records}",
+        f"--vocab_file={VOCAB}", "--max_seq_length=64", "--max_predictions_per_seq=8",
+        "--dupe_factor=1", "--objective=sop")
     assert made.returncode == 0, made.stderr[-3000:]
     result = _run(tmp_path / "run", f"--input_files={records}", f"--vocab_file={VOCAB}",
                   "--objective=sop", "--train_steps=10", "--config_overrides=num_layers=1,"
@@ -90,7 +89,8 @@ def test_killed_run_resumes_at_the_same_step_and_data_position(tmp_path):
     """SIGKILL once the first checkpoint is recorded; the rerun ends exactly where an
     uninterrupted run ends (weights, optimizer, dropout seeds, data iterator)."""
     _run(tmp_path / "whole", *_text_flags(30))
-    process = subprocess.Popen(_command(tmp_path / "killed", *_text_flags(30)),
+    process = subprocess.Popen([sys.executable, "-m", "kerasbert.cli.pretrain",
+                                *_flags(tmp_path / "killed", *_text_flags(30))],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     state = tmp_path / "killed" / "checkpoint"
     deadline = time.time() + 300

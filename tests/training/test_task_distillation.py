@@ -1,6 +1,9 @@
 """Task distillation (`TaskDistiller`, `kerasbert-finetune --teacher`): the loss of every head
 against PyTorch on the same logits, a frozen teacher, `MirroredStrategy`, resuming, the command
-line end to end, and the errors."""
+line end to end, and the errors. The binaries run in this process (`tests.binaries.run_binary`),
+except the run that is killed: `kerasbert-distill --task` in a process of its own (it hands the
+run to `kerasbert-finetune` by replacing its process), rerun in this one as the
+`kerasbert-finetune` run it is."""
 
 import gzip
 import hashlib
@@ -24,6 +27,7 @@ from kerasbert.training.distillation.task import TaskDistiller, check_teacher
 from kerasbert.training.distribute import get_strategy
 from kerasbert.training.finetune import load_task_teacher
 from kerasbert.training.loop import train
+from tests.binaries import run_binary
 from tests.helpers import TINY_CONFIGS, hf_config, random_inputs, save_hf_model
 
 pytestmark = pytest.mark.slow
@@ -272,14 +276,15 @@ def workspace(tmp_path_factory):
 
 
 def finetune_command(workspace, model_dir, *flags):
-    return [sys.executable, "-m", "kerasbert.cli.finetune", "--task=wordnet_gloss",
-            f"--data_dir={workspace / 'data'}", f"--vocab_file={VOCAB}",
+    """`kerasbert-finetune`'s flags."""
+    return ["--task=wordnet_gloss", f"--data_dir={workspace / 'data'}", f"--vocab_file={VOCAB}",
             f"--model_dir={model_dir}", "--max_seq_length=32", "--train_batch_size=32",
             "--eval_batch_size=64", "--num_train_epochs=1", "--learning_rate=1e-3", *flags]
 
 
-def run(command):
-    return subprocess.run(command, capture_output=True, text=True, env=ENV)
+def run(flags):
+    """`kerasbert-finetune` with `flags`, in this process."""
+    return run_binary("finetune", *flags)
 
 
 def digest(path):
@@ -287,12 +292,13 @@ def digest(path):
 
 
 def distill_command(workspace, model_dir):
-    """`kerasbert-distill --task` (a fine-tuning run with a teacher): the teacher from a run
-    directory, a student of 1 of its 2 layers, 2 epochs of 12 steps, a checkpoint every 2."""
-    return [sys.executable, "-m", "kerasbert.cli.distill", *finetune_command(
+    """The flags of `kerasbert-distill --task` (a fine-tuning run with a teacher, which is what
+    `kerasbert-finetune` runs with the same flags): the teacher from a run directory, a student
+    of 1 of its 2 layers, 2 epochs of 12 steps, a checkpoint every 2."""
+    return finetune_command(
         workspace, model_dir, f"--teacher={workspace / 'teacher_run'}", "--student_layers=1",
         "--temperature=3", "--distill_alpha=0.8", "--num_train_epochs=2", "--train_batch_size=8",
-        "--checkpoint_interval=2")[3:]]
+        "--checkpoint_interval=2")
 
 
 @pytest.fixture(scope="module")
@@ -340,8 +346,9 @@ def test_kerasbert_distill_task_resumes_bit_for_bit(workspace, distilled, tmp_pa
     whole, finished, _ = distilled
     assert finished.returncode == 0, finished.stderr[-3000:]
     killed = tmp_path / "killed"
-    process = subprocess.Popen(distill_command(workspace, killed), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, env=ENV)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kerasbert.cli.distill", *distill_command(workspace, killed)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     while process.poll() is None and not (killed / "ckpt-4.index").exists():
         time.sleep(0.01)
     process.send_signal(signal.SIGKILL)

@@ -1,9 +1,9 @@
 """Training, fine-tuning, distillation, feature extraction and the main job with their outputs
 on `ram://`, TensorFlow's in-memory file system, standing in for `gs://` and `s3://`.
 
-The binaries run in a fresh process each (`tests.ram_runs.run_on_ram`: `ram://` lives inside
-one process); what they wrote comes back as a local copy, and no run may leave a local folder
-named `ram:` behind (a URL used as a local path). One tiny pretraining run feeds the others: its
+The binaries run in this process (`tests.ram_runs.run_on_ram`, on a `ram://` folder emptied
+before each run); what they wrote comes back as a local copy, and no run may leave a local
+folder named `ram:` behind (a URL used as a local path). One tiny pretraining run feeds the others: its
 copy is put back on `ram://` as their pretrained model or teacher. The text and task files stay
 local (their readers are not part of what is tested here). Resuming from a `ram://` checkpoint,
 the run record and the main job's run folder are checked in this process.
