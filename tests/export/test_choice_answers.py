@@ -1,6 +1,7 @@
 """A multiple-choice model's `serve_choices(context, choices)` answers as transformers' model on
-the same weights and tokenizer: the same choice, probabilities within 1e-4, from a SavedModel
-run in a process that never imports kerasbert; the export checks it against the Python decoder
+the same weights and tokenizer: the same choice, probabilities within 1e-4, from the reloaded
+SavedModel (the exporter has run it in a fresh process that never imports kerasbert); the
+export checks it against the Python decoder
 and refuses a graph that answers otherwise."""
 
 import numpy as np
@@ -9,7 +10,7 @@ import torch
 
 import kerasbert
 from kerasbert.export.errors import ExportError
-from tests.export.fresh_process import run_signature
+from tests.export.artifacts import run_signature
 from tests.export.test_text_signatures import save_tokenizer
 from tests.helpers import hf_config, save_hf_model
 
@@ -37,7 +38,7 @@ def choice_export(tmp_path_factory):
     report = kerasbert.export.export(root / "hf", root / "out", formats=("saved_model",),
                                      max_seq_length=MAX_SEQ_LENGTH, text_signatures=True)
     outputs = run_signature(str(root / "out"), "serve_choices",
-                            {"context": CONTEXTS, "choices": CHOICES}, str(root))
+                            {"context": CONTEXTS, "choices": CHOICES})
     return model, tokenizer, report, outputs, str(root / "out")
 
 

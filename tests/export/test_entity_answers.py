@@ -3,8 +3,8 @@
 tokenizer (same types and character offsets, `word == text[start:end]`, scores within 1e-4), for
 BERT (WordPiece) and, with the pipeline's fallback word rule, RoBERTa (byte-level BPE) and ALBERT
 (SentencePiece); it equals the Python decoder `reference_entities` (also on a truncated and an
-empty text); `kerasbert.export.export` verifies it and the SavedModel gives the same entities in
-a process that never imports kerasbert and through `kerasbert-predict`'s library call; and
+empty text); `kerasbert.export.export` verifies it (in a fresh process that never imports kerasbert) and the
+reloaded SavedModel gives the same entities, also through `kerasbert-predict`'s library call; and
 `entity_checks` catches a differing entity."""
 
 import numpy as np
@@ -17,7 +17,7 @@ import kerasbert
 from kerasbert.export.answer_settings import AnswerSettings
 from kerasbert.export.entity_answers import (ENTITY_ANSWERS, entity_checks, entity_function,
                                              reference_entities)
-from tests.export.fresh_process import run_signature
+from tests.export.artifacts import run_signature
 from tests.export.test_text_signatures import save_tokenizer
 from tests.helpers import hf_config, save_hf_model
 
@@ -161,8 +161,7 @@ def test_the_export_verifies_serve_entities_and_kerasbert_predict_serves_it(ner,
     checks = [check for check in entry["checks"] if check.get("signature") == "serve_entities"]
     assert {check["output"] for check in checks} == set(ENTITY_ANSWERS)
     assert all(check["passed"] for check in checks), checks
-    outputs = run_signature(str(tmp_path / "out"), "serve_entities", {"text": TEXTS},
-                            str(tmp_path))
+    outputs = run_signature(str(tmp_path / "out"), "serve_entities", {"text": TEXTS})
     for name in ("entity", "word"):  # as the in-process signature returns them
         outputs[name] = np.vectorize(str.encode, otypes=[object])(outputs[name])
     expected = pipeline_entities(ner["pipeline"], TEXTS)

@@ -1,5 +1,7 @@
-"""Every family and every head kind exports to SavedModel, TFLite and ONNX, verifies, reloads
-in a fresh process that never imports kerasbert, and matches `transformers` (PyTorch).
+"""Every family and every head kind exports to SavedModel, TFLite and ONNX, verifies (the
+exporter runs every artifact in a fresh process that never imports kerasbert, and the report
+says so), and, each artifact run again here by its own runtime, matches `transformers`
+(PyTorch).
 
 Each family is exported with at least two kinds of model and each kind of model with at least
 one family (11 exports; a full cross product would cost CI ~12 minutes more): the models come
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 
 import kerasbert
-from tests.export.fresh_process import run_artifacts
+from tests.export.artifacts import run_artifacts
 from tests.helpers import hf_config, random_inputs, run_hf_model, save_hf_model
 
 pytestmark = pytest.mark.slow
@@ -106,7 +108,7 @@ def test_every_artifact_verifies_and_the_report_says_so(exported):
     assert "Erfc" not in written["artifacts"]["model.onnx"]["ops"]
 
 
-def test_fresh_process_outputs_match_transformers(exported, tmp_path):
+def test_every_artifact_s_outputs_match_transformers(exported):
     family, kind, reference, output_dir, _ = exported
     inputs = make_inputs(family, kind)
     positions = POSITIONS
@@ -114,7 +116,7 @@ def test_fresh_process_outputs_match_transformers(exported, tmp_path):
     expected = torch_outputs(reference, inputs, kind, positions)
     if "mlm_logits" in expected:
         model_inputs["masked_lm_positions"] = positions
-    results = run_artifacts(str(output_dir), model_inputs, work_dir=str(tmp_path))
+    results = run_artifacts(str(output_dir), model_inputs)
     rank = 3 if kind == "multiple_choice" else 2
     for artifact, result in results.items():
         assert sorted(result["outputs"]) == sorted(expected), artifact

@@ -205,13 +205,13 @@ def assert_same(produced, expected):
 
 def test_an_exported_finetune_folder_answers_with_its_recorded_settings(bert_qa, tmp_path):
     """`kerasbert.export.export` of a `kerasbert-finetune` folder takes the run's recorded SQuAD
-    v2.0 flags, verifies `serve_question` against the Python decoder, and the SavedModel, run in
-    a process that never imports kerasbert and through `kerasbert-predict`'s library call,
-    answers exactly as `reference_question_answers` with those settings."""
+    v2.0 flags, verifies `serve_question` against the Python decoder (in a fresh process that
+    never imports kerasbert), and the reloaded SavedModel, also through `kerasbert-predict`'s
+    library call, answers exactly as `reference_question_answers` with those settings."""
     import json
 
     from kerasbert.export.predictions import predict
-    from tests.export.fresh_process import run_signature
+    from tests.export.artifacts import run_signature
 
     model, tokenizer = bert_qa[2:4]
     settings = LONG_SETTINGS.replace(version_2_with_negative=True, null_score_diff_threshold=2.0)
@@ -239,8 +239,7 @@ def test_an_exported_finetune_folder_answers_with_its_recorded_settings(bert_qa,
                                           LONG_CONTEXTS)
     assert 0 < sum(expected["has_answer"]) < len(LONG_QUESTIONS)  # both ways
     produced = run_signature(str(tmp_path / "out"), "serve_question",
-                             {"question": LONG_QUESTIONS, "context": LONG_CONTEXTS},
-                             str(tmp_path))
+                             {"question": LONG_QUESTIONS, "context": LONG_CONTEXTS})
     produced["answer"] = np.array([text.encode() for text in produced["answer"]], object)
     assert_same(produced, expected)
     answers = predict(str(tmp_path / "out"), [{"question": question, "context": context}

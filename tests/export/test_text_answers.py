@@ -1,6 +1,7 @@
 """A classifier's raw-text signatures answer with labels: `label`, `label_id` and
 `probabilities` (regression: `score`) from the SavedModel's `serve_text`, `serve_text_pair`,
-`serve_examples` and `model_text.tflite`, run in a process that never imports kerasbert, equal
+`serve_examples` and `model_text.tflite`, loaded by their own runtimes (the exporter has run them
+in a fresh process that never imports kerasbert), equal
 transformers' `pipeline("text-classification", top_k=None)` on the same weights and tokenizer:
 the same labels, probabilities within 1e-4. An export whose graph answers other than the Python
 decoder says is refused."""
@@ -13,7 +14,7 @@ import transformers
 import kerasbert
 from kerasbert.data import demo
 from kerasbert.export.errors import ExportError
-from tests.export.fresh_process import run_text_signatures
+from tests.export.artifacts import run_text_signatures
 from tests.export.test_text_signatures import examples, save_tokenizer
 from tests.helpers import hf_config, save_hf_model
 
@@ -56,7 +57,7 @@ def bert_classifier(tmp_path_factory):
                                      max_seq_length=MAX_SEQ_LENGTH, text_signatures=True)
     single_and_pair = [None, PAIRS[1][1], None]
     outputs = run_text_signatures(str(root / "out"), TEXTS, [list(p) for p in PAIRS],
-                                  examples(PAIRS[0], single_and_pair), str(root),
+                                  examples(PAIRS[0], single_and_pair),
                                   text_tflite_texts=TEXTS)
     pipeline = transformers.pipeline("text-classification", model=model, tokenizer=tokenizer,
                                      top_k=None, device=-1)
@@ -112,7 +113,7 @@ def test_regression_returns_the_score_the_pipeline_gives(tmp_path):
     kerasbert.export.export(tmp_path / "hf", tmp_path / "out", formats=("saved_model",),
                             max_seq_length=MAX_SEQ_LENGTH, text_signatures=True)
     outputs = run_text_signatures(str(tmp_path / "out"), TEXTS, [list(p) for p in PAIRS],
-                                  examples(PAIRS[0], [None] * 3), str(tmp_path))
+                                  examples(PAIRS[0], [None] * 3))
     pipeline = transformers.pipeline("text-classification", model=model, tokenizer=tokenizer,
                                      function_to_apply="none", device=-1)
     scores = [row["score"] for row in pipeline(TEXTS, truncation=True, max_length=MAX_SEQ_LENGTH)]

@@ -1,8 +1,8 @@
 """Raw-text signatures equal the Hugging Face tokenizer + model on raw strings: the SavedModel's
 `serve_text`, `serve_text_pair` and `serve_examples` for BERT (WordPiece), RoBERTa (byte-level
 BPE) and ALBERT (SentencePiece) on the adversarial tokenizer set, and BERT's
-`model_text.tflite` on Latin-script text with accents, all run in a process that never
-imports kerasbert.
+`model_text.tflite` on Latin-script text with accents, each loaded by its own runtime (the
+exporter has run them in a fresh process that never imports kerasbert).
 
 The signatures pad a batch only to the bucket of its longest text (`padding_buckets`); the
 reference is Hugging Face padding to `MAX_SEQ_LENGTH` (as the signatures did before buckets),
@@ -20,7 +20,7 @@ import transformers
 import kerasbert
 from kerasbert.data import demo
 from kerasbert.export.padding_buckets import expected_width
-from tests.export.fresh_process import run_text_signatures
+from tests.export.artifacts import run_text_signatures
 from tests.helpers import hf_config, save_hf_model
 from tests.tokenizer_cases import ADVERSARIAL_TEXTS
 
@@ -113,7 +113,7 @@ def test_text_signatures_equal_hugging_face(family, tmp_path):
     single_and_pair = [None, PAIRS[1][0], None, PAIRS[1][2]]
     results = run_text_signatures(
         str(tmp_path / "out"), ADVERSARIAL_TEXTS, [list(p) for p in PAIRS],
-        examples(PAIRS[0][:4], single_and_pair), str(tmp_path),
+        examples(PAIRS[0][:4], single_and_pair),
         text_tflite_texts=LATIN_TEXTS if family == "bert" else None)
 
     assert_close(results["serve_text"],
