@@ -4,8 +4,8 @@ Each task is a small synthetic one that only a correctly aligned pipeline can le
 answers that sit in a later window of their context, CoNLL names that the WordPiece vocabulary
 splits into several sub-tokens inside sentences longer than one window, SWAG endings and an
 STS-B pair whose score depends on both texts. A tiny 2-layer encoder is fine-tuned by the binary
-(its `main`, called in this process with the flags parsed by its own absl parser: a subprocess
-would import TensorFlow again for each run; the console script itself is run as a subprocess in
+(in this process with its own absl flags, `tests.binaries.run_binary`: a subprocess would import
+TensorFlow again for each run; the console script itself is run as a subprocess in
 test_finetune_cli.py), and the metrics it reports are recomputed from the prediction files it
 wrote by the independent evaluators: the official SQuAD scripts (as tf-models-official ships
 them), seqeval, scikit-learn and SciPy.
@@ -28,7 +28,7 @@ from official.nlp.tools import squad_evaluate_v1_1, squad_evaluate_v2_0
 
 import kerasbert.data.demo
 import kerasbert.zoo
-from kerasbert.cli import finetune as finetune_binary
+from tests.binaries import run_binary
 
 VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
 SEED = 0
@@ -97,16 +97,12 @@ def hf_tokenizer():
 
 
 def _finetune(encoder_file, model_dir, task, train_file, dev_file, *flags):
-    """Run `kerasbert-finetune`'s `main` on these flags in this process; return its
+    """Run `kerasbert-finetune` on these flags in this process (`tests.binaries`); return its
     `eval_results.json`."""
-    argv = ["kerasbert-finetune", f"--task={task}", f"--train_file={train_file}",
-            f"--dev_file={dev_file}", f"--init_from={encoder_file}", f"--vocab_file={VOCAB}",
-            f"--model_dir={model_dir}", "--seed=0", *flags]
-    try:
-        remaining = finetune_binary.FLAGS(argv)
-        finetune_binary.main(remaining)
-    finally:
-        finetune_binary.FLAGS.unparse_flags()
+    run = run_binary("finetune", f"--task={task}", f"--train_file={train_file}",
+                     f"--dev_file={dev_file}", f"--init_from={encoder_file}",
+                     f"--vocab_file={VOCAB}", f"--model_dir={model_dir}", "--seed=0", *flags)
+    assert run.returncode == 0, run.stderr
     with open(os.path.join(model_dir, "eval_results.json"), encoding="utf-8") as file:
         return json.load(file)
 
