@@ -55,14 +55,14 @@ _background_training = None
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Order the run for two workers, and start the tiny BERT's pretraining at once.
+    """Order the run for two workers.
 
     Slow modules go first and the many quick ones last, so that the two workers end together
     (pytest.ini turns off xdist's own reordering, which puts modules with many tests first and
     so left the few-test, minutes-long modules for the end); the modules that use
-    `pretrained_tiny_bert_file` go after the other slow ones, and one process (the first
-    worker) starts that model's pretraining in the background now, so it is ready when they
-    need it. Every worker collects and so orders the same items.
+    `pretrained_tiny_bert_file` go after the other slow ones, so that its pretraining, started
+    in the background when the collection ends, is ready when they need it. Every worker
+    collects and so orders the same items.
     """
     module_items = collections.defaultdict(list)
     for item in items:
@@ -77,9 +77,15 @@ def pytest_collection_modifyitems(session, config, items):
     module_rank = {module: rank(tests) for module, tests in module_items.items()}
     items.sort(key=lambda item: module_rank[item.module])  # stable: file order within a rank
 
+
+def pytest_collection_finish(session):
+    """Start the tiny BERT's pretraining in the background in one process (the first worker),
+    if a test that runs needs it: after `-m`/`-k` deselected theirs (`pytest -m "not slow"`
+    does not pay for it), not for `--collect-only`."""
     global _background_training
-    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0" or not any(
-            "pretrained_tiny_bert_file" in item.fixturenames for item in items):
+    if session.config.option.collectonly or os.environ.get(
+            "PYTEST_XDIST_WORKER", "gw0") != "gw0" or not any(
+            "pretrained_tiny_bert_file" in item.fixturenames for item in session.items):
         return
     path, lock = _tiny_bert_paths(run_shared_folder(session.config._tmp_path_factory))
     if not path.exists():
