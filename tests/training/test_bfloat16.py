@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasbert import bfloat16, zoo
+from kerasbert import bfloat16
 from kerasbert.data.pretraining_input import PretrainingInput
-from kerasbert.models import build_task_model, inference_function
-from kerasbert.training.optimizers import create_optimizer
+from kerasbert.models import inference_function
 from kerasbert.training.pretraining_run import RunSettings
+from tests.proofs import bfloat16 as bfloat16_proof
+from tests.proofs.bfloat16 import tiny_classifier
 
 CPU = tf.distribute.OneDeviceStrategy("/cpu:0")
 NO_BF16 = "processor : 0\nflags : fpu sse2 avx2 avx512f avx512_vnni\n"
 BF16 = "processor : 0\nflags : fpu avx2 avx512f amx_bf16 avx512_bf16 amx_tile\n"
-VOCAB, SEQ = 32, 12
 
 
 @pytest.fixture(autouse=True)
@@ -80,19 +80,12 @@ def test_run_settings_log_the_plan_at_start(cpuinfo):
     assert [line.split(" ")[0] for line in lines] == ["bfloat16:", "Warning:"]
 
 
-def tiny_classifier(seed=0):
-    keras.utils.set_random_seed(seed)
-    config = zoo.get_config("bert_tiny_uncased").replace(
-        num_layers=2, hidden_size=32, num_heads=2, intermediate_size=64, vocab_size=VOCAB,
-        max_positions=SEQ)
-    return build_task_model(config, "sequence_classification", num_labels=2, dropout=0.0)
-
-
 def must_compile_with_xla(function):
     graph = function.get_concrete_function().graph.as_graph_def()
     return any(function_def.attr["_XlaMustCompile"].b for function_def in graph.library.function)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy, xla", [("float32", True), ("mixed_bfloat16", False)])
 def test_no_xla_under_bfloat16_on_a_cpu(policy, xla):
     keras.config.set_dtype_policy(policy)
@@ -105,57 +98,27 @@ def test_no_xla_under_bfloat16_on_a_cpu(policy, xla):
         assert model.jit_compile is False
 
 
-def majority_data(count, seed):
-    """Label: whether more than half the (non-padding) tokens are below VOCAB // 2; lengths vary,
-    so the label needs attention over the masked sequence."""
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(1, VOCAB, (count, SEQ)).astype("int32")
-    lengths = rng.integers(5, SEQ + 1, count)
-    mask = (np.arange(SEQ)[None, :] < lengths[:, None]).astype("int32")
-    ids *= mask
-    low = ((ids > 0) & (ids < VOCAB // 2)).sum(axis=1)
-    labels = (2 * low > lengths).astype("int32")
-    inputs = {"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": mask}
-    return inputs, labels
-
-
 @pytest.fixture(scope="module")
 def learning_runs():
-    """One fine-tuning per arm from the same initial weights, data and order: dev accuracy and
-    the training losses (float32 twice, to show the comparison is deterministic). Both
-    precisions ended at 0.999 and 1.0 dev accuracy when this was written (losses 0.63 -> 0.03)."""
-    train_inputs, train_labels = majority_data(2048, seed=1)
-    dev_inputs, dev_labels = majority_data(1000, seed=2)
-    keras.config.set_dtype_policy("float32")
-    initial = tiny_classifier().get_weights()
-
-    def fine_tune(policy):
-        keras.config.set_dtype_policy(policy)
-        model = tiny_classifier()
-        model.set_weights(initial)
-        model.compile(optimizer=create_optimizer("adamw", 5e-3, num_train_steps=128,
-                                                 num_warmup_steps=12))
-        history = model.fit(train_inputs, {"logits": train_labels}, batch_size=64, epochs=4,
-                            shuffle=False, verbose=0).history["loss"]
-        logits = model.predict(dev_inputs, batch_size=250, verbose=0)["logits"]
-        keras.config.set_dtype_policy("float32")
-        return {"accuracy": float(np.mean(logits.argmax(-1) == dev_labels)), "losses": history,
-                "variable_dtypes": {variable.dtype for variable in model.trainable_variables},
-                "logits_dtype": str(logits.dtype), "majority": max(np.mean(dev_labels),
-                                                                   1 - np.mean(dev_labels))}
-
-    return {"float32": fine_tune("float32"), "float32_again": fine_tune("float32"),
-            "mixed_bfloat16": fine_tune("mixed_bfloat16")}
+    """One fine-tuning per arm from the same initial weights, data and order (seed 0 of
+    tests/proofs/bfloat16.py): dev accuracy and the training losses, float32 twice to show the
+    comparison is deterministic. Six epochs: after four, some seeds are still short of the
+    task's plateau and each precision's rounding decides where its arm stops (on an AVX2 CPU,
+    where bfloat16 is emulated, seed 0 ended at 0.999 in float32 and 0.987 in bfloat16: CI,
+    2026-11-29). After six, over the seeds 0-5 on that CPU, dev accuracy differed by at most
+    0.003 (float32 0.997-1.0, bfloat16 0.998-1.0): `python -m tests.proofs.bfloat16 measure`."""
+    arms = ("float32", "float32_again", "mixed_bfloat16")
+    return dict(zip(arms, bfloat16_proof.runs(0, ("float32", "float32", "mixed_bfloat16"))))
 
 
-@pytest.mark.slow  # about 30 CPU s: three fine-tunings of 128 steps
+@pytest.mark.slow  # about 45 CPU s: three fine-tunings of 192 steps
 def test_bfloat16_fine_tuning_learns_what_float32_learns(learning_runs):
     float32, again, bf16 = (learning_runs[arm] for arm in
                             ("float32", "float32_again", "mixed_bfloat16"))
     print({arm: (run["accuracy"], run["losses"]) for arm, run in learning_runs.items()})
     assert again["accuracy"] == float32["accuracy"] and again["losses"] == float32["losses"]
     assert float32["accuracy"] > float32["majority"] + 0.2  # it learned the task
-    assert abs(bf16["accuracy"] - float32["accuracy"]) <= 0.01
+    assert abs(bf16["accuracy"] - float32["accuracy"]) <= bfloat16_proof.BOUND  # 0.01
     assert bf16["variable_dtypes"] == {"float32"}  # float32 master weights
     assert np.all(np.isfinite(bf16["losses"])) and bf16["losses"][-1] < bf16["losses"][0]
 
