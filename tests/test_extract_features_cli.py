@@ -12,6 +12,7 @@ import pytest
 
 import kerasbert
 from kerasbert.models import extract_features, feature_extractor
+from tests.binaries import run_binary as run_in_process
 from tests.models.test_features import save_family_folder
 
 BINARY = os.path.join(os.path.dirname(sys.executable), "kerasbert-extract-features")
@@ -24,7 +25,8 @@ LINE_NUMBERS = [0, 2, 3, 4]
 
 
 def run_binary(*flags):
-    return subprocess.run([BINARY, *map(str, flags)], capture_output=True, text=True, timeout=300)
+    """The binary run in this process (`tests.binaries`); the error cases below run as processes."""
+    return run_in_process("extract_features", *flags)
 
 
 def start_binary(*flags):
@@ -59,6 +61,7 @@ def read_json_lines(path):
         return [json.loads(line) for line in file]
 
 
+@pytest.mark.slow
 def test_writes_each_layer_of_each_token_as_google_does(input_file, tmp_path):
     model = model_folder("bert", tmp_path)
     output = tmp_path / "out" / "features.jsonl"
@@ -81,6 +84,7 @@ def test_writes_each_layer_of_each_token_as_google_does(input_file, tmp_path):
     assert sorted(os.listdir(output.parent)) == ["features.jsonl"]
 
 
+@pytest.mark.slow
 def test_combined_layers_of_words_with_a_given_tokenizer(input_file, tmp_path):
     model = model_folder("roberta", tmp_path)
     output = tmp_path / "words.jsonl"
@@ -99,6 +103,7 @@ def test_combined_layers_of_words_with_a_given_tokenizer(input_file, tmp_path):
         np.testing.assert_allclose(values, record["features"], atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_errors_are_one_line_and_write_nothing(input_file, tmp_path):
     model = model_folder("bert", tmp_path)
     runs = {  # flags -> what the message says

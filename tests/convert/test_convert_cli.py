@@ -2,10 +2,6 @@
 classifier through `.keras` back to Hugging Face; `transformers` loads what it writes and gives
 the original model's outputs."""
 
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import transformers
@@ -14,14 +10,14 @@ from kerasbert.convert import encoder_config_from_hf
 from kerasbert.convert.conversions import ConversionError, convert, source_format
 from tests.convert.test_from_google import (bert_variables, google_config, write_checkpoint,
                                             write_json)
+from tests.binaries import run_binary
 from tests.helpers import hf_config, hf_outputs, random_inputs, save_hf_model
 
 TOLERANCE = 1e-5
-CONVERT = os.path.join(os.path.dirname(sys.executable), "kerasbert-convert")
 
 
 def _run(*flags):
-    return subprocess.run([CONVERT, *flags], capture_output=True, text=True, timeout=300)
+    return run_binary("convert", *flags)
 
 
 def _load(directory, class_name):
@@ -52,6 +48,7 @@ def config_for(hf):
     return encoder_config_from_hf(hf.to_dict())
 
 
+@pytest.mark.slow
 def test_hugging_face_to_keras_and_back(tmp_path):
     config = hf_config("bert", num_labels=3)
     reference = save_hf_model("BertForSequenceClassification", config, tmp_path / "hf")
@@ -68,6 +65,7 @@ def test_hugging_face_to_keras_and_back(tmp_path):
     assert converted.config.id2label == reference.config.id2label
 
 
+@pytest.mark.slow
 def test_errors_are_one_line_and_write_nothing(tmp_path):
     missing = _run(f"--input={tmp_path / 'nothing'}", f"--output={tmp_path / 'out'}")
     assert missing.returncode != 0 and "Traceback" not in missing.stderr

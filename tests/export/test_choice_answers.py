@@ -10,6 +10,7 @@ import torch
 
 import kerasbert
 from kerasbert.export.errors import ExportError
+from tests.binaries import run_binary
 from tests.export.artifacts import run_signature
 from tests.export.test_text_signatures import save_tokenizer
 from tests.helpers import hf_config, save_hf_model
@@ -108,17 +109,15 @@ def test_kerasbert_predict_answers_json_lines(choice_export, tmp_path):
     """The binary: JSON lines in, each record with its choice out; a plain text file (records
     with only `text`) is refused in one line naming the missing field."""
     import json
-    import subprocess
-    import sys
 
     outputs, export_dir = choice_export[3], choice_export[4]
     records = tmp_path / "records.jsonl"
     records.write_text("".join(json.dumps({"id": index, "context": context, "choices": choices})
                                + "\n" for index, (context, choices)
                                in enumerate(zip(CONTEXTS, CHOICES))), encoding="utf-8")
-    command = [sys.executable, "-m", "kerasbert.cli.predict", f"--export_dir={export_dir}",
-               f"--input_file={records}", f"--output_file={tmp_path / 'answers.jsonl'}"]
-    run = subprocess.run(command, capture_output=True, text=True)
+    flags = [f"--export_dir={export_dir}", f"--input_file={records}",
+             f"--output_file={tmp_path / 'answers.jsonl'}"]
+    run = run_binary("predict", *flags)
     assert run.returncode == 0, run.stderr[-3000:]
     answers = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
     assert [answer["id"] for answer in answers] == [0, 1, 2]
@@ -127,8 +126,7 @@ def test_kerasbert_predict_answers_json_lines(choice_export, tmp_path):
                                outputs["probabilities"], atol=1e-6)
     texts = tmp_path / "texts.txt"
     texts.write_text("a text\n", encoding="utf-8")
-    command[-2:] = [f"--input_file={texts}"]
-    run = subprocess.run(command, capture_output=True, text=True)
+    run = run_binary("predict", flags[0], f"--input_file={texts}")
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines()[-1] == (
         'kerasbert-predict: error: record 1 ({"text": "a text"}) has no \'context\' field; a '

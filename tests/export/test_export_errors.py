@@ -2,8 +2,6 @@
 a traceback from the binary, and nothing left at (or beside) the output directory."""
 
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -16,6 +14,7 @@ import kerasbert.data.demo
 from kerasbert.cli.one_line_errors import one_line
 from kerasbert.export import ExportError, exporter
 from kerasbert.export.onnx_model import op_inventory
+from tests.binaries import run_binary as run_in_process
 from tests.helpers import TINY_CONFIGS
 
 MAX_SEQ_LENGTH = 24
@@ -32,8 +31,7 @@ def classifier_file(tmp_path_factory):
 
 
 def run_binary(*flags):
-    return subprocess.run([sys.executable, "-m", "kerasbert.cli.export", *flags],
-                          capture_output=True, text=True)
+    return run_in_process("export", *flags)
 
 
 def assert_left_nothing(output_dir):
@@ -45,6 +43,7 @@ def assert_left_nothing(output_dir):
     (["--model=/no/such/model.keras"], "/no/such/model.keras"),
     (["--calibration_data=/no/such/text.txt", "--quantize=int8"], "/no/such/text.txt"),
 ])
+@pytest.mark.slow
 def test_a_missing_path_is_one_line_naming_it(flags, named, classifier_file, tmp_path):
     """The binary's one line for a path that does not exist (the other bad arguments raise the
     same way from `export`, below)."""
@@ -82,6 +81,7 @@ def test_bad_arguments_are_an_error_naming_them(arguments, named, classifier_fil
     assert_left_nothing(output_dir)
 
 
+@pytest.mark.slow
 def test_text_signatures_that_cannot_be_built_are_an_error_naming_the_way_out(tmp_path):
     """A byte-level BPE tokenizer has no TFLite kernels: `model_text.tflite` cannot be built, so
     asking for text signatures with tflite in the formats is an error, not a skipped file."""
@@ -110,6 +110,7 @@ def test_a_non_empty_output_dir_is_refused_and_kept(classifier_file, tmp_path):
     assert os.listdir(tmp_path / "out") == ["keep.txt"]
 
 
+@pytest.mark.slow
 def test_a_wrong_onnx_op_fails_verification_and_leaves_nothing(classifier_file, tmp_path,
                                                                 monkeypatch):
     """Exact GELU's Erf swapped for Tanh in the ONNX graph: every output drifts."""
@@ -131,6 +132,7 @@ def test_a_wrong_onnx_op_fails_verification_and_leaves_nothing(classifier_file, 
     assert_left_nothing(tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_a_wrong_op_in_the_saved_model_fails_verification(classifier_file, tmp_path, monkeypatch):
     """Softmax swapped for a sigmoid while the SavedModel traces: attention is wrong there only."""
     write = exporter.write_saved_model
@@ -149,6 +151,7 @@ def test_a_wrong_op_in_the_saved_model_fails_verification(classifier_file, tmp_p
     assert_left_nothing(tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_the_model_of_a_report_is_reloadable_as_onnx(classifier_file, tmp_path):
     report = kerasbert.export.export(classifier_file, tmp_path / "out", formats=("onnx",),
                                      max_seq_length=MAX_SEQ_LENGTH)
@@ -185,6 +188,7 @@ def _inputs(model):
             "segment_ids": np.zeros_like(ids), "padding_mask": mask}
 
 
+@pytest.mark.slow
 def test_a_verified_optimized_onnx_graph_becomes_model_onnx(classifier_file, tmp_path,
                                                             monkeypatch):
     monkeypatch.setattr(exporter, "fused_candidate", _ort_basic_optimized)
@@ -203,6 +207,7 @@ def test_a_verified_optimized_onnx_graph_becomes_model_onnx(classifier_file, tmp
                                atol=1e-5)
 
 
+@pytest.mark.slow
 def test_an_optimized_onnx_graph_that_fails_verification_is_not_used(classifier_file, tmp_path,
                                                                      monkeypatch):
     """The candidate's exact GELU turned into Tanh: the export keeps the unfused model.onnx and

@@ -12,8 +12,6 @@ go through the same path."""
 import json
 import os
 import re
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -25,6 +23,7 @@ import kerasbert
 from kerasbert.data import demo, glue
 from kerasbert.training.finetune import FinetuneSettings
 from kerasbert.training.finetuning_tasks import get_finetuning_task
+from tests.binaries import run_binary
 
 pytestmark = pytest.mark.slow
 
@@ -65,12 +64,12 @@ def classifiers(demo_tokenizer, tmp_path_factory):
 
 
 def run_export(model_file, output_dir):
-    return subprocess.run(
-        [sys.executable, "-m", "kerasbert.cli.export", f"--model={model_file}",
-         f"--output_dir={output_dir}", "--formats=tflite", "--quantize=none,dynamic_int8",
-         f"--tokenizer={demo.vocabulary_dir('wordpiece')}", f"--max_seq_length={MAX_SEQ_LENGTH}",
-         f"--eval_file={demo.classification_files()['dev']}", "--task=wordnet_gloss",
-         f"--max_eval_examples={EVAL_EXAMPLES}"], capture_output=True, text=True)
+    return run_binary(
+        "export", f"--model={model_file}",
+        f"--output_dir={output_dir}", "--formats=tflite", "--quantize=none,dynamic_int8",
+        f"--tokenizer={demo.vocabulary_dir('wordpiece')}", f"--max_seq_length={MAX_SEQ_LENGTH}",
+        f"--eval_file={demo.classification_files()['dev']}", "--task=wordnet_gloss",
+        f"--max_eval_examples={EVAL_EXAMPLES}")
 
 
 def sklearn_score(labels, predictions):

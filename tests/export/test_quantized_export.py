@@ -8,8 +8,6 @@ masked-token and next-sentence predictions on 1,024 held-out sentence pairs. The
 
 import gzip
 import json
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -19,6 +17,7 @@ from ai_edge_litert.interpreter import Interpreter
 
 from kerasbert.data import demo
 from kerasbert.export.compare import AGREEMENT_THRESHOLD
+from tests.binaries import run_binary
 
 pytestmark = pytest.mark.slow
 
@@ -42,12 +41,11 @@ def exported(pretrained_tiny_bert_file, tmp_path_factory):
     calibration = work / "calibration.txt"
     calibration.write_text("\n".join(corpus_lines(1, 0, CALIBRATION_TEXTS + JUDGING_TEXTS)) + "\n",
                            encoding="utf-8")
-    completed = subprocess.run(
-        [sys.executable, "-m", "kerasbert.cli.export", f"--model={pretrained_tiny_bert_file}",
-         f"--output_dir={work / 'out'}", "--formats=tflite,onnx",
-         "--quantize=none,float16,dynamic_int8,int8", f"--calibration_data={calibration}",
-         f"--tokenizer={demo.vocabulary_dir('wordpiece')}", f"--max_seq_length={MAX_SEQ_LENGTH}"],
-        capture_output=True, text=True)
+    completed = run_binary(
+        "export", f"--model={pretrained_tiny_bert_file}",
+        f"--output_dir={work / 'out'}", "--formats=tflite,onnx",
+        "--quantize=none,float16,dynamic_int8,int8", f"--calibration_data={calibration}",
+        f"--tokenizer={demo.vocabulary_dir('wordpiece')}", f"--max_seq_length={MAX_SEQ_LENGTH}")
     assert completed.returncode == 0, completed.stderr[-2000:]
     print(completed.stdout)
     return work / "out", completed.stdout, calibration

@@ -23,8 +23,6 @@ it really misses the rule. The same encoder without the rewired unit is accepted
 import gzip
 import os
 import re
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -37,6 +35,7 @@ from kerasbert.export.compare import AGREEMENT_THRESHOLD, COSINE_THRESHOLD
 from kerasbert.export.signatures import serving_function
 from kerasbert.export.tflite import convert_to_tflite
 from kerasbert.models.tasks import encoder_of
+from tests.binaries import run_binary
 
 pytestmark = pytest.mark.slow
 
@@ -113,12 +112,11 @@ def models(pretrained_tiny_bert_file, demo_tokenizer, tmp_path_factory):
 
 
 def run_export(model_file, output_dir, calibration_file):
-    return subprocess.run(
-        [sys.executable, "-m", "kerasbert.cli.export", f"--model={model_file}",
-         f"--output_dir={output_dir}", "--formats=tflite",
-         f"--quantize={','.join(VARIANTS)}", f"--calibration_data={calibration_file}",
-         f"--tokenizer={demo.vocabulary_dir('wordpiece')}", f"--max_seq_length={MAX_SEQ_LENGTH}"],
-        capture_output=True, text=True)
+    return run_binary(
+        "export", f"--model={model_file}",
+        f"--output_dir={output_dir}", "--formats=tflite",
+        f"--quantize={','.join(VARIANTS)}", f"--calibration_data={calibration_file}",
+        f"--tokenizer={demo.vocabulary_dir('wordpiece')}", f"--max_seq_length={MAX_SEQ_LENGTH}")
 
 
 def held_out_inputs(tokenizer, count=256):
