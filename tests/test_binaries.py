@@ -7,6 +7,7 @@ import os
 import signal
 
 import keras
+import pytest
 
 from kerasbert.data import demo
 from tests.binaries import run_binary
@@ -35,6 +36,7 @@ def test_an_unknown_flag_is_the_binary_s_own_one_line_error():
     assert run.stderr == "kerasbert-convert: error: Unknown command line flag 'vocab_size'\n"
 
 
+@pytest.mark.slow
 def test_the_process_state_a_run_changes_is_put_back(tmp_path, monkeypatch):
     """A pretraining step under mixed_bfloat16 sets the global dtype policy, and the training
     loop installs its own signal handlers while it trains; afterwards this process has its own

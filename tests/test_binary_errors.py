@@ -23,6 +23,9 @@ import kerasbert.data.demo
 from tests.binaries import run_binary
 from tests.helpers import run_shared_folder
 
+# Every test reads the module's one batch of runs (`results`, about a minute of processes).
+pytestmark = pytest.mark.slow
+
 VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
 CORPUS = kerasbert.data.demo.pretraining_corpus_files()[0]
 
@@ -274,7 +277,6 @@ def test_ctrl_c_while_starting_is_one_line_and_status_130(results):
     assert outcome["status"] == 130
 
 
-@pytest.mark.slow
 def test_ctrl_c_in_training_saves_the_current_step_and_the_rerun_resumes_there(results):
     outcome = results[1]["interrupted while training"]
     model_dir = outcome["model_dir"]

@@ -37,6 +37,7 @@ def test_wheel_layout(wheel):
     assert "kerasbert-demo = kerasbert.cli.demo:run" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
+@pytest.mark.slow
 def test_installed_wheel_imports_from_site_packages(wheel, tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
@@ -50,6 +51,7 @@ def test_installed_wheel_imports_from_site_packages(wheel, tmp_path):
     assert zoo_file.startswith(str(target)) and first_preset == "albert_base_v2"
 
 
+@pytest.mark.slow
 def test_editable_install_resolves_mapped_packages():
     """The development install (pip install -e .) maps kerasbert.zoo to the top-level zoo/."""
     code = "import kerasbert.zoo, kerasbert.export; print(kerasbert.zoo.__file__, kerasbert.export.__file__)"

@@ -33,6 +33,7 @@ def test_import_kerasbert_loads_neither_tensorflow_nor_the_export_and_plotting_s
     assert loaded == []
 
 
+@pytest.mark.slow
 def test_the_public_api_works_without_loading_the_export_stack():
     """Models, presets, conversion and tokenizers load TensorFlow and Keras (Keras itself
     imports matplotlib when it is installed), never onnx, tf2onnx, ONNX Runtime or LiteRT;
@@ -94,6 +95,7 @@ def test_help_names_every_flag_and_defining_them_imports_no_tensorflow(binary):
     assert names and not missing, missing
 
 
+@pytest.mark.slow
 def test_distill_task_runs_do_not_import_modules_from_the_working_folder(tmp_path):
     """`kerasbert-distill --task=T` hands the command line to kerasbert-finetune; a `keras.py`
     in the folder the user runs it from must not be imported in place of Keras."""

@@ -60,6 +60,7 @@ def hf_folders(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["classifier", "sharded"])
 def test_from_hf_reads_a_remote_folder_as_the_local_one(hf_folders, name):
     local = hf_folders / name
@@ -82,6 +83,7 @@ def test_remote_index_shards_are_confined_to_the_folder(hf_folders):
         kerasbert.convert.from_hf(remote)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["wordpiece", "byte_pair", "sentence_piece"])
 def test_tokenizer_from_hf_reads_a_remote_folder_as_the_local_one(kind):
     local = demo.vocabulary_dir(kind)

@@ -143,6 +143,7 @@ def _compare(family, encoder, backbone, seed=0):
     return _max_diff(family, ours, theirs, inputs["padding_mask"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_encoder_matches_keras_hub(family, presets, encoders):
     backbone, _, _ = presets[family]

@@ -174,6 +174,7 @@ def _max_sequence_diff(family, ours, theirs, padding_mask):
     return float(diff.max())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_encoder_matches_keras_hub(family, tmp_path):
     _, encoder_only, _, _ = FAMILIES[family]

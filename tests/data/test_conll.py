@@ -316,6 +316,7 @@ def test_every_word_is_predicted_by_one_window_with_most_context(bert, max_seq_l
             assert min(local, windows["padding_mask"][rows[k]].sum() - 3 - local) == best
 
 
+@pytest.mark.slow
 def test_perfect_logits_give_every_word_its_tag_and_shifted_ones_do_not(roberta):
     sentences = [_long_sentence(), _sentences(ALIGNMENT_SENTENCES[:1])[0]]
     dataset = conll_dataset(sentences, roberta, LABELS, batch_size=4, max_seq_length=16,
@@ -363,6 +364,7 @@ def test_overlap_and_length_are_checked(bert):
 
 # --- batches ---
 
+@pytest.mark.slow
 def test_batches_follow_the_contract_and_equal_the_windows(bert, tmp_path):
     sentences = read_conll(_write(tmp_path, IOB1_TEXT)) + [_long_sentence()]
     batches = list(conll_dataset(sentences, bert, LABELS, batch_size=4, max_seq_length=16))
@@ -377,6 +379,7 @@ def test_batches_follow_the_contract_and_equal_the_windows(bert, tmp_path):
         assert np.concatenate([b[name].numpy() for b in batches]).tolist() == value.tolist()
 
 
+@pytest.mark.slow
 def test_shuffling_is_deterministic_under_a_seed_and_reshuffles_each_epoch(bert, tmp_path):
     sentences = read_conll(_write(tmp_path, IOB1_TEXT)) + [_long_sentence()]
     windows = [row.tolist() for row in _windows(bert, sentences, max_seq_length=16)["token_ids"]]

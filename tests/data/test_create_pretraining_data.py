@@ -65,6 +65,7 @@ def first_run(corpus, tmp_path_factory):
     return directory, stdout
 
 
+@pytest.mark.slow
 def test_shards_hold_masked_nsp_instances(first_run):
     directory, stdout = first_run
     assert sorted(os.listdir(directory)) == [
@@ -86,11 +87,13 @@ def test_shards_hold_masked_nsp_instances(first_run):
         assert words in stdout
 
 
+@pytest.mark.slow
 def test_same_flags_give_byte_identical_files(corpus, first_run, tmp_path):
     _run(corpus, tmp_path / "train.tfrecord", "--num_shards=3")
     assert _digests(tmp_path) == _digests(first_run[0])
 
 
+@pytest.mark.slow
 def test_gzip_and_other_objectives(corpus, tmp_path):
     stdout = _run(corpus, tmp_path / "sop.tfrecord.gz", "--objective=sop", "--compression=gzip",
                   "--ngram=3")
@@ -128,6 +131,7 @@ def test_killed_run_resumes_to_the_same_files(corpus, first_run, tmp_path):
             if name not in leftovers} == _digests(first_run[0])
 
 
+@pytest.mark.slow
 def test_an_unfinished_output_refuses_other_flags_and_goes_on_with_its_own(corpus, first_run,
                                                                           tmp_path):
     """Task 0 of 2 leaves an unfinished data set (shards 0 and 2, no complete manifest) and its
@@ -154,6 +158,7 @@ def test_an_unfinished_output_refuses_other_flags_and_goes_on_with_its_own(corpu
                       if name.endswith(".tfrecord")}
 
 
+@pytest.mark.slow
 def test_bad_flags_are_reported(corpus, tmp_path):
     result = _binary(f"--input_file={tmp_path}/missing-*.txt",
                      f"--output_file={tmp_path}/x.tfrecord", f"--vocab_file={VOCAB}")

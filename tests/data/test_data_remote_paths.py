@@ -82,6 +82,7 @@ def _bytes(path):
 
 # Vocabularies.
 
+@pytest.mark.slow
 def test_vocabularies_are_trained_from_and_to_ram(ram, local_corpus, tmp_path):
     corpus = _upload(local_corpus, file_system.join(ram, "corpus"))
     remote_files = [file_system.join(corpus, "part-0.txt"), file_system.join(corpus, "part-1.txt.gz")]
@@ -127,6 +128,7 @@ def test_a_missing_remote_vocabulary_or_corpus_is_named(ram):
 
 # Corpora and pretraining data.
 
+@pytest.mark.slow
 def test_corpus_windows_and_pretraining_batches_on_ram_are_the_local_ones(ram, local_corpus):
     corpus = _upload(local_corpus, file_system.join(ram, "corpus"))
     remote_stats, local_stats = CorpusStats(), CorpusStats()
@@ -173,6 +175,7 @@ def _write_data_set(corpus_pattern, output_file):
     return paths
 
 
+@pytest.mark.slow
 def test_pretraining_shards_and_manifest_on_ram_are_the_local_ones(ram, local_corpus, tmp_path):
     corpus = _upload(local_corpus, file_system.join(ram, "corpus"))
     remote_paths = _write_data_set(file_system.join(corpus, "part-*"),

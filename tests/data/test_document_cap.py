@@ -120,6 +120,7 @@ def test_normal_corpora_give_the_windows_they_gave_before_the_cap(tmp_path, sour
     assert _windows_digest(files, window_size) == expected
 
 
+@pytest.mark.slow
 def test_normal_corpora_give_the_instances_they_gave_before_the_cap():
     tokenizer = kerasbert.zoo.build_tokenizer(
         "bert_tiny_uncased", kerasbert.data.demo.vocabulary_dir("wordpiece"))
@@ -144,6 +145,7 @@ def _create_pretraining_data(corpus, output):
     return result.stdout
 
 
+@pytest.mark.slow
 def test_the_summary_says_how_many_documents_were_split(tmp_path):
     (tmp_path / "long.txt").write_text("".join(f"Line {i}.\n" for i in range(70_000)))
     stdout = _create_pretraining_data(tmp_path / "long.txt", tmp_path / "long.tfrecord")

@@ -334,6 +334,7 @@ def test_qqp_skips_lines_with_the_wrong_column_count_and_logs_their_number(tmp_p
 
 # --- datasets ---
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family,task,split", [("bert", "sst2", "dev"), ("bert", "stsb", "dev"),
                                                ("bert", "mnli", "dev_matched"),
                                                ("roberta", "rte", "dev"),
@@ -369,6 +370,7 @@ def test_batches_are_packed_as_transformers_packs_them(tmp_path, tokenizers, fam
     assert batches["padding_mask"].sum(axis=1).max() == 24
 
 
+@pytest.mark.slow
 def test_shuffling_is_deterministic_under_the_seed_and_reshuffles_every_pass(tmp_path, tokenizers):
     rows = [(str(n), f"Sentence number {n}.", None, str(n % 2)) for n in range(20)]
     path = write_official_file(tmp_path, "sst2", "train", rows)

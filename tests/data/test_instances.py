@@ -187,6 +187,7 @@ def test_deterministic_under_a_seed(objective):
                                   other["token_ids"][:len(first["token_ids"])])
 
 
+@pytest.mark.slow
 def test_in_graph_and_edge_cases():
     graph = tf.function(lambda documents: build_instances(
         documents, "nsp", BERT, 32, tf.constant([5, 6], tf.int64)))

@@ -88,6 +88,7 @@ def test_each_batch_is_padded_to_the_smallest_bucket_of_its_longest_example(exam
     assert len(lengths_seen) >= 3, lengths_seen
 
 
+@pytest.mark.slow
 def test_logits_on_bucketed_batches_equal_the_fixed_padded_ones(examples, tokenizer, model):
     outputs = {}
     for buckets in (True, False):
@@ -98,6 +99,7 @@ def test_logits_on_bucketed_batches_equal_the_fixed_padded_ones(examples, tokeni
     np.testing.assert_allclose(outputs[True], outputs[False], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_training_batches_are_random_deterministic_and_cover_every_example(examples, tokenizer):
     def passes(seed, epochs=3):
         return index_batches(dataset(examples, tokenizer, batch_size=8, shuffle=True, seed=seed,
@@ -156,6 +158,7 @@ def index_batches_of(batches):
     return [batch.numpy().tolist() for batch in batches]
 
 
+@pytest.mark.slow
 def test_a_restored_iterator_resumes_exactly(examples, tokenizer, tmp_path):
     def make():
         return dataset(examples, tokenizer, batch_size=16, shuffle=True, seed=3, epochs=None)
@@ -174,6 +177,7 @@ def test_a_restored_iterator_resumes_exactly(examples, tokenizer, tmp_path):
             np.testing.assert_array_equal(got[name].numpy(), batch[name].numpy(), err_msg=name)
 
 
+@pytest.mark.slow
 def test_evaluation_and_predictions_are_in_the_examples_order(examples, tokenizer, model,
                                                               tmp_path):
     """The dev predictions file and metrics are the same with and without buckets, and the

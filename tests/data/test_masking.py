@@ -257,6 +257,7 @@ def test_same_seed_same_masks_other_seed_other_masks(tokenizer, batch):
     assert differs.any(axis=1).mean() > 0.9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [{}, {"whole_word": True}, {"max_ngram": 3}])
 def test_same_in_tf_function_and_tf_data(tokenizer, batch, options):
     masker = MaskedLmMasker.for_tokenizer(tokenizer, **options)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from kerasbert.data.passes import batches_of, example_passes
@@ -44,6 +45,7 @@ def test_each_pass_is_a_permutation_of_its_own(tmp_path):
     assert len(list(other)) == 1
 
 
+@pytest.mark.slow
 def test_a_restored_iterator_goes_on_in_the_same_order_in_a_new_process(tmp_path):
     """Saved in one process two batches into the first pass (of four), restored in another that
     reads on through two pass boundaries."""

@@ -29,6 +29,7 @@ def _batches(dataset, count):
             for batch in dataset.take(count)]
 
 
+@pytest.mark.slow
 def test_batches_are_masked_and_shaped(tokenizer):
     batches = _batches(pretraining_dataset(CORPUS, tokenizer, PretrainingDataConfig(
         batch_size=16, max_seq_length=64, max_predictions_per_seq=10, shuffle_buffer=200)), 5)
@@ -41,6 +42,7 @@ def test_batches_are_masked_and_shaped(tokenizer):
                                "masked_lm_positions", "masked_lm_ids", "masked_lm_weights"}
 
 
+@pytest.mark.slow
 def test_same_seed_same_batches_and_each_epoch_new_masks(tokenizer):
     def make(seed):
         return pretraining_dataset(CORPUS, tokenizer, PretrainingDataConfig(
@@ -58,6 +60,7 @@ def test_same_seed_same_batches_and_each_epoch_new_masks(tokenizer):
                               first[per_epoch]["masked_lm_positions"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shards", [1, 4], ids=["one_file", "four_files"])
 def test_workers_see_disjoint_parts_that_cover_everything(tokenizer, tmp_path, shards):
     files = CORPUS[:1] if shards == 1 else CORPUS

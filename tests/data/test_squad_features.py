@@ -101,6 +101,7 @@ def test_doc_stride_is_the_step_and_the_answer_is_labelled_only_in_the_second_wi
     assert batch["start_positions"].tolist() == [0, 9, 0]
 
 
+@pytest.mark.slow
 def test_windows_equal_transformers_overflow_with_overlap_of_capacity_minus_doc_stride(
         tokenizers, kind):
     question = "Who was the leader?"
@@ -326,6 +327,7 @@ def test_dataset_without_training_labels_has_no_label_keys(wordpiece):
         "example_index", "feature_index", "padding_mask", "segment_ids", "token_ids"]
 
 
+@pytest.mark.slow
 def test_shuffled_dataset_is_deterministic_under_a_seed(many_features):
     def passes(seed, count=2):
         dataset = squad_dataset(many_features, batch_size=5, shuffle=True, seed=seed,

@@ -114,6 +114,7 @@ def test_non_utf8_names_the_line(tmp_path):
         list(swag_examples(str(path)))
 
 
+@pytest.mark.slow
 def test_batches_hold_the_four_pairs_packed_as_transformers_packs_them(tmp_path, bert):
     ours, reference = bert
     path = write_swag(tmp_path / "val.csv")
@@ -135,6 +136,7 @@ def test_batches_hold_the_four_pairs_packed_as_transformers_packs_them(tmp_path,
     assert merged["example_index"].tolist() == [0, 1, 2, 3, 4]
 
 
+@pytest.mark.slow
 def test_shuffled_batches_keep_inputs_and_labels_together(tmp_path, bert):
     tokenizer = bert[0]
     examples = list(swag_examples(str(write_swag(tmp_path / "train.csv"))))

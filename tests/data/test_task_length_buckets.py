@@ -59,6 +59,7 @@ def datasets(task, texts, tokenizer, length_buckets):
     return [{name: value.numpy() for name, value in batch.items()} for batch in dataset]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", sorted(TOKEN_TENSORS))
 def test_bucketed_batches_are_the_fixed_batches_cut_to_their_bucket(task, texts, tokenizer):
     fixed = datasets(task, texts, tokenizer, length_buckets=False)
@@ -78,6 +79,7 @@ def test_bucketed_batches_are_the_fixed_batches_cut_to_their_bucket(task, texts,
     assert len(seen) >= 2, seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["squad_v1", "conll2003"])
 def test_per_token_tasks_bucket_training_batches_only(name, texts, tokenizer):
     """Their evaluation batches keep `max_seq_length`: `model.predict` concatenates per-token

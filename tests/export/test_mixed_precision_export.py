@@ -4,6 +4,7 @@ weights, so its TFLite file computes what a float32 twin with the same weights c
 
 import keras
 import numpy as np
+import pytest
 from ai_edge_litert.interpreter import Interpreter
 
 import kerasbert
@@ -15,6 +16,7 @@ def classifier():
                                              "sequence_classification", num_labels=3)
 
 
+@pytest.mark.slow
 def test_a_bfloat16_classifier_exports_to_tflite_as_its_float32_twin(tmp_path):
     keras.config.set_dtype_policy("mixed_bfloat16")
     try:

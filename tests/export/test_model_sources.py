@@ -29,6 +29,7 @@ def electra_run(tmp_path_factory):
     return run_dir, pretrainer
 
 
+@pytest.mark.slow
 def test_a_pretraining_run_exports_its_discriminator(electra_run, tmp_path):
     run_dir, pretrainer = electra_run
     report = kerasbert.export.export(run_dir, tmp_path / "out", formats=("onnx",),

@@ -194,6 +194,7 @@ def _assert_close(actual, expected):
 
 # --- the flatbuffer ---
 
+@pytest.mark.slow
 def test_only_builtin_ops_and_the_tensorflow_text_kernels(ids_flatbuffers, encoder_uncased):
     for flatbuffer in (*ids_flatbuffers.values(), encoder_uncased[1]):
         assert non_builtin_ops(flatbuffer) == sorted(TFTEXT_CUSTOM_OPS)
@@ -202,6 +203,7 @@ def test_only_builtin_ops_and_the_tensorflow_text_kernels(ids_flatbuffers, encod
         assert {op for op in inventory if not op.isupper()} == set(TFTEXT_CUSTOM_OPS)
 
 
+@pytest.mark.slow
 def test_signature_is_serve_text_with_the_model_output_names(encoder_uncased, classifier_cased):
     from ai_edge_litert.interpreter import Interpreter
     for model, flatbuffer in (encoder_uncased, classifier_cased):

@@ -98,6 +98,7 @@ def test_names():
                                  "int8": "model_int8.tflite"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quantization", QUANTIZATIONS)
 def test_builtin_ops_and_serving_signature(converted, quantization):
     flatbuffer = converted("classifier", quantization)
@@ -120,6 +121,7 @@ def test_builtin_ops_and_serving_signature(converted, quantization):
     assert logits["shape_signature"].tolist() == [-1, NUM_LABELS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("quantization", QUANTIZATIONS)
 def test_batch_and_sequence_resize(converted, quantization):
     for batch, seq in ((1, 7), (3, 12)):

@@ -47,6 +47,7 @@ def test_generator_shares_the_discriminator_embeddings(tokenizer):
     assert len(paths) == len(set(paths))
 
 
+@pytest.mark.slow
 def test_called_on_a_whole_batch_it_leaves_out_what_is_not_an_input(tokenizer, batch):
     model = _model(tokenizer)
     assert "next_sentence_labels" in batch  # the pipeline's batch carries it for every objective
@@ -95,6 +96,7 @@ def test_no_gradient_flows_through_the_sample(tokenizer, batch):
     assert shared is not None
 
 
+@pytest.mark.slow
 def test_fit_logs_and_keras_round_trip(tokenizer, tmp_path):
     model = _model(tokenizer)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))

@@ -82,6 +82,7 @@ def test_variable_batch_and_sequence_length(config):
         _outputs_close(eager, infer(inputs))
 
 
+@pytest.mark.slow
 def test_jit_compile_matches_eager(config):
     encoder = build_encoder(config)
     compiled = tf.function(lambda x: encoder(x, training=False), jit_compile=True)
@@ -91,6 +92,7 @@ def test_jit_compile_matches_eager(config):
     _outputs_close(encoder(inputs), inference_function(encoder)(inputs))
 
 
+@pytest.mark.slow
 def test_predict_on_tf_data(config):
     encoder = build_encoder(config)
     inputs = random_inputs(config, batch=6, seq=9)
@@ -151,6 +153,7 @@ def test_global_mixed_precision_policy(config):
         keras.config.set_dtype_policy("float32")
 
 
+@pytest.mark.slow
 def test_fit_runs_and_learns(config):
     encoder = build_encoder(config.replace(dropout=0.0, attention_dropout=0.0))
     inputs = random_inputs(config, batch=8, seq=6)
@@ -163,6 +166,7 @@ def test_fit_runs_and_learns(config):
     assert np.isfinite(losses).all() and losses[-1] < losses[0]
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_matches_one_device(config):
     devices = tf.config.list_logical_devices("CPU")
     assert len(devices) >= 2, "conftest.py sets up two logical CPU devices"
@@ -233,6 +237,7 @@ class TestBadInput:
         with pytest.raises(ValueError, match=f"longer than the {config.max_sequence_length} positions"):
             build_encoder(config)(inputs)
 
+    @pytest.mark.slow
     def test_too_long_in_a_graph(self, config):
         encoder = build_encoder(config)
         inputs = random_inputs(config, batch=1, seq=config.max_sequence_length + 1)
@@ -253,6 +258,7 @@ def test_exact_gelu_does_not_lower_to_erfc():
     assert "Erfc" not in op_types
 
 
+@pytest.mark.slow
 def test_keras_file_reloads_in_a_fresh_process(tmp_path):
     """A new process needs only `import kerasbert.models` (which registers the classes), no
     custom_objects."""

@@ -38,6 +38,7 @@ def _cross_entropy(logits, labels):
     return -np.take_along_axis(log_probabilities, labels[..., None], -1)[..., 0]
 
 
+@pytest.mark.slow
 def test_default_losses_equal_an_independent_computation(tokenizer, batch):
     model = _model(tokenizer)
     model.compile()
@@ -63,6 +64,7 @@ def _as_dataset(batch):
     return tf.data.Dataset.from_tensors(batch)
 
 
+@pytest.mark.slow
 def test_fit_on_the_pipeline_logs_every_head(tokenizer):
     model = _model(tokenizer, family="albert", heads=("mlm", "sop"))
     model.compile(optimizer=keras.optimizers.Adam(1e-3))

@@ -104,6 +104,7 @@ def test_keras_file_and_config_round_trip(case, tmp_path):
     assert_outputs_equal(model(inputs), clone(inputs))
 
 
+@pytest.mark.slow
 def test_a_compiled_model_reloads_in_a_process_that_imports_only_the_models(tmp_path):
     """kerasbert-finetune saves its model compiled: the file names kerasbert's AdamW and
     WarmupDecay, which `import kerasbert.models` must register (kerasbert's names load lazily)."""
@@ -122,6 +123,7 @@ def test_a_compiled_model_reloads_in_a_process_that_imports_only_the_models(tmp_
     assert result.stdout.split() == ["AdamW", "WarmupDecay"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family,task", [("bert", task) for task in TASK_MODEL_KINDS] + [
     ("roberta", "sequence_classification"), ("electra", "sequence_classification"),
     ("albert", "multiple_choice"), ("electra", "multiple_choice"),
@@ -141,6 +143,7 @@ def test_fit_on_task_batches_lowers_the_loss(family, task):
     assert sorted(predictions) == sorted(model.output)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", TASK_MODEL_KINDS)
 def test_jit_compile_matches_eager(task):
     """`inference_function`: XLA, every input axis free (two shapes through one trace)."""
@@ -163,6 +166,7 @@ def test_mixed_precision_gives_float32_outputs_close_to_float32(task):
     assert_outputs_equal(outputs, reference(inputs), atol=0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", TASK_MODEL_KINDS)
 def test_a_mirrored_training_step_equals_one_device(task):
     devices = [device.name for device in tf.config.list_logical_devices("CPU")[:2]]
@@ -193,6 +197,7 @@ def test_a_mirrored_training_step_equals_one_device(task):
     assert any(not np.array_equal(a, b) for a, b in zip(initial, reference.get_weights()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task,num_labels", [
     ("sequence_classification", 3), ("sequence_classification", 1),
     ("token_classification", 3), ("question_answering", None), ("multiple_choice", None)])

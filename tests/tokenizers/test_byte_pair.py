@@ -111,6 +111,7 @@ def test_training_options_and_errors(tmp_path):
         train_byte_pair(tmp_path / "missing.txt", vocab_size=300)
 
 
+@pytest.mark.slow
 def test_identical_ids_on_the_whole_corpus(tokenizers, corpus_lines):
     ours, reference = tokenizers
     assert transformers_mismatches(ours, reference, corpus_lines) == []
@@ -121,6 +122,7 @@ def test_identical_ids_on_adversarial_texts(tokenizers):
     assert transformers_mismatches(ours, reference, ADVERSARIAL_TEXTS + BYTE_LEVEL_TEXTS) == []
 
 
+@pytest.mark.slow
 def test_identical_ids_with_prefix_space_and_split_special_tokens(vocab_dir, corpus_lines):
     texts = ADVERSARIAL_TEXTS + BYTE_LEVEL_TEXTS + corpus_lines[:300]
     files = vocab_dir / "vocab.json", vocab_dir / "merges.txt"
@@ -244,6 +246,7 @@ def test_cache_changes_nothing_but_speed(small_tokenizer, corpus_lines):
     assert 0 < int(ours._cache.size()) <= ours.cache_capacity
 
 
+@pytest.mark.slow
 def test_config_round_trip(small_tokenizer):
     ours = small_tokenizer
     texts = ADVERSARIAL_TEXTS + BYTE_LEVEL_TEXTS
@@ -260,6 +263,7 @@ def test_config_round_trip(small_tokenizer):
         assert restored.tokenize(texts).to_list() == original.tokenize(texts).to_list()
 
 
+@pytest.mark.slow
 def test_runs_in_tf_function_tf_data_and_saved_model(small_tokenizer, tmp_path):
     ours = small_tokenizer
     texts = ADVERSARIAL_TEXTS + BYTE_LEVEL_TEXTS

@@ -59,6 +59,7 @@ def _mismatches(tokenizer, reference, texts):
     return [(text, mine, hf) for text, mine, hf in zip(texts, ours, theirs) if mine != hf]
 
 
+@pytest.mark.slow
 def test_whole_corpus_matches_hugging_face(tokenizer, reference, corpus_lines):
     assert len(corpus_lines) > 100
     assert _mismatches(tokenizer, reference, corpus_lines) == []
@@ -156,6 +157,7 @@ EDITED_TEXTS = ["Hello <mask> there", "Hello   <mask>!", "<mask>x", "a\n<mask>",
                 " hello", "  hello", "hello", "<s> x</s>y", "<mask> <mask>", "x\t<mask>\u3000y", ""]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("add_prefix_space", [False, True], ids=["no_prefix", "prefix_space"])
 @pytest.mark.parametrize("lstrip,rstrip", [(True, False), (False, True), (True, True)],
                          ids=["lstrip", "rstrip", "both"])
@@ -188,6 +190,7 @@ def test_stripped_token_at_start_with_prefix_space(vocab_dir):
     assert _offsets(tokenizer, [text]) == [[(mask, (1, 7)), (mask, (9, 15)), (space_y, (16, 17))]]
 
 
+@pytest.mark.slow
 def test_edited_texts_in_tf_function_and_tf_data(vocab_dir, corpus_lines):
     tokenizer = BytePairTokenizer.from_files(
         vocab_dir / "vocab.json", vocab_dir / "merges.txt", add_prefix_space=True,

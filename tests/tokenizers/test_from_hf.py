@@ -92,6 +92,7 @@ def albert_tokenizer_json_dir(tmp_path_factory):
     return directory
 
 
+@pytest.mark.slow
 def test_reads_transformers_5_tokenizer_json_for_sentence_piece(albert_tokenizer_json_dir):
     reference = transformers.AlbertTokenizer.from_pretrained(albert_tokenizer_json_dir)
     ours = from_hf(albert_tokenizer_json_dir)

@@ -63,6 +63,7 @@ def _mismatches(texts, mine, theirs):
     return [(text, m, t) for text, m, t in zip(texts, mine, theirs) if m != t]
 
 
+@pytest.mark.slow
 def test_offsets_equal_transformers(offsets, texts):
     _, mine, _, theirs = offsets
     assert _mismatches(texts, mine, theirs) == []
@@ -75,6 +76,7 @@ def test_ids_equal_tokenize_and_transformers(tokenizers, offsets, texts):
     assert ids == reference_ids
 
 
+@pytest.mark.slow
 def test_per_character_normalization_equals_normalize(tokenizers, texts):
     """What the offsets rest on: normalizing character by character gives `normalize(text)`."""
     ours, _ = tokenizers
@@ -106,6 +108,7 @@ def test_other_normalizer_options(tokenizers, corpus_lines, options):
     assert _mismatches(texts, mine, theirs) == []
 
 
+@pytest.mark.slow
 def test_runs_in_tf_function_and_tf_data(tokenizers, corpus_lines):
     ours, _ = tokenizers
     texts = corpus_lines[:64] + ["", "x" * 150]

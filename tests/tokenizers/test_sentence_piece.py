@@ -124,6 +124,7 @@ def _sentencepiece_mismatches(ours, processor, texts, **options):
     return [(text, m, t) for text, m, t in zip(texts, mine, theirs) if m != t]
 
 
+@pytest.mark.slow
 def test_trained_model(model_dir):
     directory, lowercase = model_dir
     model = parse_model_proto((directory / "spiece.model").read_bytes())
@@ -137,6 +138,7 @@ def test_trained_model(model_dir):
     assert [path.name for path in directory.iterdir()] == ["spiece.model"]
 
 
+@pytest.mark.slow
 def test_identical_to_sentencepiece_on_the_whole_corpus(tokenizers, corpus_lines):
     ours, processor, _, lowercase = tokenizers
     assert _sentencepiece_mismatches(ours, processor, corpus_lines, lowercase=lowercase) == []
@@ -159,6 +161,7 @@ def test_identical_to_sentencepiece_with_other_options(tokenizers, corpus_lines,
                                      keep_accents=keep_accents, remove_space=remove_space) == []
 
 
+@pytest.mark.slow
 def test_identical_to_transformers(tokenizers, corpus_lines):
     ours, _, reference, _ = tokenizers
     texts = corpus_lines + ADVERSARIAL_TEXTS + ALBERT_TEXTS
@@ -194,6 +197,7 @@ def test_known_differences_from_transformers(tokenizers):
         ours.token_to_id("▁a"), ours.unk_token_id]
 
 
+@pytest.mark.slow
 def test_digit_comma_pieces_as_the_hub_tokenizer_json(model_dir, corpus_lines, tmp_path):
     """`penalize_digit_comma=True` equals transformers reading a `tokenizer.json` that
     transformers 4's AlbertConverter wrote (as the hub's ALBERT checkpoints have)."""
@@ -276,6 +280,7 @@ def test_detokenize(tokenizers, corpus_lines):
         processor.decode(row) for row in ours.tokenize(texts[:4])[:, :30].to_list()]
 
 
+@pytest.mark.slow
 def test_runs_in_tf_function_and_tf_data(uncased, corpus_lines):
     texts = corpus_lines[:30] + ALBERT_TEXTS[:2]
     eager = uncased(texts, texts[::-1], max_length=24)

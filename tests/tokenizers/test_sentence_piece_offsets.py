@@ -72,6 +72,7 @@ def offsets(tokenizers, texts):
     return _offsets(ours, texts) + _reference_offsets(reference, texts)
 
 
+@pytest.mark.slow
 def test_ids_equal_tokenize_and_transformers(tokenizers, offsets, texts):
     ours = tokenizers[0]
     ids, _, reference_ids, _ = offsets
@@ -126,6 +127,7 @@ def _self_consistency_failures(tokenizer, processor, texts, **options):
     return failures
 
 
+@pytest.mark.slow
 def test_spans_spell_their_pieces(tokenizers, texts):
     """Independent of transformers: each span, preprocessed, is the piece without "▁"."""
     ours, _, processor = tokenizers
@@ -173,12 +175,14 @@ def test_known_differences_from_transformers(tokenizers):
     assert spans[0][:2] == [(0, 1), (0, 4)]
 
 
+@pytest.mark.slow
 def test_runs_in_tf_function_and_tf_data(tokenizers, corpus_lines):
     ours = tokenizers[0]
     texts = corpus_lines[:64] + ["", " ", "``", "x" * 150] + EXTRA_TEXTS
     assert_offsets_same_in_graph(ours, texts)
 
 
+@pytest.mark.slow
 def test_squad_style_answer_spans(tokenizers, corpus_lines):
     """An answer given by character offsets maps to the tokens that spell exactly that text."""
     assert_answer_spans_map_to_tokens(tokenizers[0], corpus_lines)

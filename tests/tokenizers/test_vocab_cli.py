@@ -19,6 +19,7 @@ def _run(*flags):
     ("byte_pair", 600, ["vocab.json", "merges.txt"]),
     ("sentence_piece", 600, ["spiece.model"]),
 ])
+@pytest.mark.slow
 def test_trains_a_loadable_vocabulary(tmp_path, kind, size, files):
     """Also: what a killed run left beside each file is removed, a look-alike name is kept."""
     for name in files:
@@ -35,6 +36,7 @@ def test_trains_a_loadable_vocabulary(tmp_path, kind, size, files):
     assert tokenizer.tokenize(["Python is a programming language."]).shape[0] == 1
 
 
+@pytest.mark.slow
 def test_bad_flags_are_named(tmp_path):
     result = _run(f"--input_files={tmp_path}/nothing*.txt", "--type=wordpiece", "--vocab_size=100",
                   f"--output_dir={tmp_path}")

@@ -30,6 +30,7 @@ def corpus_lines():
     return list(iterate_lines(corpus_files()))
 
 
+@pytest.mark.slow
 def test_trained_vocabulary(vocab_dir):
     directory, _ = vocab_dir
     vocabulary = (directory / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
@@ -59,6 +60,7 @@ def test_greek_final_sigma_is_lowered_like_transformers(tmp_path):
     assert ours.tokenize(["ΟΔΟΣ"]).to_list() == [[6]]
 
 
+@pytest.mark.slow
 def test_identical_ids_with_a_vocabulary_from_the_tokenizers_library(tmp_path, corpus_lines):
     """A vocabulary we did not make: trained by Hugging Face's `tokenizers`."""
     from tokenizers import BertWordPieceTokenizer
@@ -158,6 +160,7 @@ def test_detokenize_matches_transformers_decode(tokenizers, corpus_lines):
     assert decoded == expected
 
 
+@pytest.mark.slow
 def test_runs_in_tf_function_and_tf_data(tokenizers, corpus_lines):
     ours, _ = tokenizers
     texts = corpus_lines[:32]

@@ -166,6 +166,7 @@ def test_tpu_resolver_failure_names_the_tpu_flag_and_the_cause(monkeypatch):
     assert world.calls == [("resolve", "nowhere")]
 
 
+@pytest.mark.slow
 def test_tpu_without_a_tpu_fails_fast_and_clearly():
     """The real TensorFlow path, in a subprocess so that a hang fails the test instead of CI.
     A grpc address where nothing listens would make TensorFlow wait forever; the factory
@@ -264,6 +265,7 @@ def _train(strategy, dataset):
     return initial, history.history["loss"], model.get_weights()
 
 
+@pytest.mark.slow
 def test_mirrored_over_two_cpus_trains_like_one_device():
     initial, one_loss, one_weights = _train(get_strategy("one_device"),
                                             _classification_examples().batch(GLOBAL_BATCH))

@@ -257,6 +257,7 @@ def ours(name, factors):
 
 # Adam's step is AdamW's without the decay: eagerly is enough for it. LAMB's many small
 # operations make its XLA compilation and mirrored tracing slow.
+@pytest.mark.slow
 @pytest.mark.parametrize("name, setup", [
     ("adamw", "eager"), ("adamw", "jit"), ("adamw", "mirrored"), ("adam", "eager"),
     ("lamb", "eager"), pytest.param("lamb", "jit", marks=pytest.mark.slow),
@@ -281,6 +282,7 @@ def test_steps_equal_keras_run_per_group_at_learning_rate_times_factor(
                    for path in factors if factors[path] == factor) > 1e-3, factor
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, setup", [("adamw", "eager"), ("adamw", "mirrored"),
                                          ("lamb", "eager")])
 def test_weight_decay_runs_at_each_variables_rate(name, setup, factors, gradient_steps):
@@ -341,6 +343,7 @@ def test_factors_are_part_of_the_config(cls):
     assert cls(learning_rate=0.1).get_config()["lr_multipliers"] is None
 
 
+@pytest.mark.slow
 def test_compiled_task_model_keeps_its_factors_through_a_keras_file(tmp_path):
     keras.utils.set_random_seed(3)
     model = tiny_electra_classifier()

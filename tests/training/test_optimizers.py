@@ -167,6 +167,7 @@ def test_weight_decay_skips_layer_norm_and_bias_of_a_real_encoder(name):
                                         if not is_layer_norm_or_bias(v.path)}
 
 
+@pytest.mark.slow
 def test_weight_decay_exclusions_hold_for_every_replica_of_a_mirrored_model():
     strategy = get_strategy("mirrored", devices=["/cpu:0", "/cpu:1"])
     learning_rate, weight_decay = 0.1, 0.05
@@ -257,6 +258,7 @@ def weights_after_steps(make_optimizer, strategy, jit_compile, steps_gradients, 
     (lambda: Adam(learning_rate=0.01, beta_1=0.8, beta_2=0.99),
      lambda: keras.optimizers.Adam(learning_rate=0.01, beta_1=0.8, beta_2=0.99)),
 ], ids=["adamw", "adam"])
+@pytest.mark.slow
 def test_fused_adam_step_equals_keras_adam(ours, theirs, strategy_name, jit_compile):
     """Equal to Keras' step on the summed (dense) gradient. Keras' own step on an
     `IndexedSlices` with repeated indices differs: it squares each slice for the second
@@ -391,6 +393,7 @@ def toy_dataset():
     ("mixed_bfloat16", "adam", False, None),
     ("float32", "adamw", True, 2),
 ])
+@pytest.mark.slow
 def test_compile_and_fit(policy, name, jit_compile, gradient_accumulation_steps):
     keras.config.set_dtype_policy(policy)
     keras.utils.set_random_seed(6)

@@ -49,6 +49,7 @@ def _variables(checkpoint):
             reader.get_variable_to_dtype_map().items() if dtype.is_floating or dtype.is_integer}
 
 
+@pytest.mark.slow
 def test_trains_from_text_with_a_flagfile_and_logs(tmp_path):
     flagfile = tmp_path / "run.flags"
     flagfile.write_text("\n".join(_text_flags(20)) + "\n")
@@ -63,6 +64,7 @@ def test_trains_from_text_with_a_flagfile_and_logs(tmp_path):
             "learning_rate"} <= tags
 
 
+@pytest.mark.slow
 def test_trains_from_pretraining_records(tmp_path):
     records = tmp_path / "records.tfrecord"
     made = run_binary(
@@ -110,6 +112,7 @@ def test_killed_run_resumes_at_the_same_step_and_data_position(tmp_path):
         np.testing.assert_array_equal(resumed[name], whole[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_non_finite_loss_stops_naming_the_step(tmp_path):
     result = _run(tmp_path / "run", *_text_flags(40), "--learning_rate=1e12", "--clip_norm=0",
                   "--optimizer=adam", check=False)
@@ -118,6 +121,7 @@ def test_non_finite_loss_stops_naming_the_step(tmp_path):
     assert "not finite" in result.stderr + result.stdout
 
 
+@pytest.mark.slow
 def test_bfloat16_start_up_line_and_warning(tmp_path, monkeypatch):
     """On a CPU without bfloat16 (simulated: `KERASBERT_CPUINFO` names a cpuinfo file without
     the flags), the binary says so, warns, and runs its steps without XLA although asked."""
@@ -132,6 +136,7 @@ def test_bfloat16_start_up_line_and_warning(tmp_path, monkeypatch):
     assert "Done:" in result.stdout and "step 2" in result.stdout
 
 
+@pytest.mark.slow
 def test_bad_flags_are_named(tmp_path):
     result = _run(tmp_path / "run", "--train_steps=5", check=False)
     assert result.returncode != 0 and "--input_files and --text_files" in result.stderr
@@ -139,6 +144,7 @@ def test_bad_flags_are_named(tmp_path):
     assert result.returncode != 0 and "depth=3" in result.stderr
 
 
+@pytest.mark.slow
 def test_trains_electra(tmp_path):
     result = _run(tmp_path / "run", f"--text_files={TEXT}", f"--vocab_file={VOCAB}",
                   "--model=electra_small_discriminator", "--objective=electra",

@@ -369,6 +369,7 @@ def test_published_albert_base_v2_counts():
 
 
 # One small preset per family (and ELECTRA's projection): shape-only and real builds agree.
+@pytest.mark.slow
 @pytest.mark.usefixtures("free_models")
 @pytest.mark.parametrize("name", ["bert_tiny_uncased", "roberta_base", "albert_base_v2",
                                   "electra_small_discriminator"])
@@ -389,6 +390,7 @@ def test_shape_only_build_counts_like_a_real_build(name):
 
 # === 3. Overrides and unknown names ===
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("free_models")
 @pytest.mark.parametrize("name", ["bert_base_uncased", "roberta_base", "albert_base_v2",
                                   "electra_base_discriminator", "electra_small_generator"])
