@@ -5,10 +5,12 @@ own durations (BUILD.md, "Where the time goes").
     .venv/bin/python tools/suite_profile.py -- -m "not slow" # pytest arguments after --
     .venv/bin/python tools/suite_profile.py --log ci.log     # the tables of a run already made
 
-Without `--log` it runs `python -m pytest --durations=0` (plus any arguments after `--`) from
-the repository root, shows its output as it comes, times it, and prints the tables after it;
-the exit status is pytest's. With `--log FILE` it reads the output of a run made with
-`--durations=0` (CI's log, say: `PYTEST_ADDOPTS=--durations=0 bash .ci/run > ci.log`).
+Without `--log` it runs `python -m pytest --durations=0 --durations-min=0` (plus any arguments
+after `--`) from the repository root, shows its output as it comes, times it, and prints the
+tables after it; the exit status is pytest's. With `--log FILE` it reads the output of a run made with
+`--durations=0` (CI's log, say: `PYTEST_ADDOPTS="--durations=0 --durations-min=0" bash .ci/run
+> ci.log`; without `--durations-min=0` pytest leaves out the tests under 5 ms, which the "tests"
+column then does not count).
 
 A test's seconds are its setup, call and teardown together, so a module-scoped fixture (a
 trained model, an export) counts in the test that made it. The seconds are worker seconds: with
@@ -122,7 +124,7 @@ def report(seconds, summary, wall_seconds=None, slowest=20, markdown=False):
 
 def run_pytest(arguments):
     """Run the suite with `--durations=0`, echoing its output; (lines, exit status, seconds)."""
-    command = [sys.executable, "-m", "pytest", "--durations=0", *arguments]
+    command = [sys.executable, "-m", "pytest", "--durations=0", "--durations-min=0", *arguments]
     start, lines = time.monotonic(), []
     with subprocess.Popen(command, cwd=REPOSITORY, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True) as process:
