@@ -200,6 +200,12 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
         check_teacher(distillation.teacher, task.model_task, settings.labels, distillation.source,
                       task.name)
 
+    # Made once, evaluated every epoch: building a dataset traces its functions again.
+    dev_inputs = [task.evaluation_inputs(examples, tokenizer, settings, settings.eval_batch_size)
+                  for _, examples in dev_sets]
+    tuning_inputs = None if tuning_examples is None else task.evaluation_inputs(
+        tuning_examples, tokenizer, settings, settings.eval_batch_size)
+
     keras.utils.set_random_seed(seed)
     batches_per_epoch = count_batches(task.dataset(train_examples, tokenizer, settings,
                                                    settings.train_batch_size, training=True))
@@ -248,9 +254,10 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
         trainer.run(until=end_step)
         if tuning_examples is not None:
             settings.null_score_diff_threshold = task.tuned_null_threshold(
-                model, tuning_examples, tokenizer, settings, settings.eval_batch_size)
+                model, tuning_examples, tokenizer, settings, settings.eval_batch_size,
+                tuning_inputs)
         entry = evaluate_dev(task, model, tokenizer, dev_sets, settings,
-                             file_system.join(model_dir, "epochs", f"epoch_{epoch}"))
+                             file_system.join(model_dir, "epochs", f"epoch_{epoch}"), dev_inputs)
         entry.update(epoch=epoch, step=end_step)
         log(f"\nEpoch {epoch}: " + ", ".join(f"{name} {value:.4f}" for name, value in
                                            entry.items() if isinstance(value, float)))
@@ -354,14 +361,16 @@ def _build_student(task, make_encoder, settings, distillation):
     return model
 
 
-def evaluate_dev(task, model, tokenizer, dev_sets, settings, output_dir):
+def evaluate_dev(task, model, tokenizer, dev_sets, settings, output_dir, dev_inputs=None):
     """The metrics on every dev file, prediction files written to `output_dir`: the first file's
-    metrics under their own names, the others' under the file's name (e.g. `dev_mismatched`)."""
+    metrics under their own names, the others' under the file's name (e.g. `dev_mismatched`).
+    `dev_inputs`: each dev file's `task.evaluation_inputs`, when made once for every epoch."""
     file_system.makedirs(output_dir)
     entry = {}
     for number, (path, examples) in enumerate(dev_sets):
         evaluation = task.evaluate(model, examples, tokenizer, settings, settings.eval_batch_size,
-                                   output_dir, path)
+                                   output_dir, path,
+                                   None if dev_inputs is None else dev_inputs[number])
         if number == 0:
             entry.update(evaluation.metrics, score=float(evaluation.score),
                          degenerate=evaluation.degenerate)

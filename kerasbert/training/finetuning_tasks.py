@@ -123,10 +123,12 @@ class FinetuningTask:
         files of the dev file `path` are written there."""
         raise NotImplementedError
 
-    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path,
+                 inputs=None):
         """The `Evaluation` of `model` on `examples` of the dev file `path`, prediction files
-        written to `output_dir`."""
-        inputs = self.evaluation_inputs(examples, tokenizer, settings, batch_size)
+        written to `output_dir`. `inputs`: their `evaluation_inputs`, made once for a run that
+        evaluates every epoch (made here if None)."""
+        inputs = inputs or self.evaluation_inputs(examples, tokenizer, settings, batch_size)
         return self.score(inputs, model.predict(inputs.batches, verbose=0), settings, output_dir,
                           path)
 
@@ -163,8 +165,9 @@ class GlueFinetuning(FinetuningTask):
                                      batch_size, shuffle=training, seed=seed, epochs=epochs,
                                      length_buckets=settings.length_buckets)
 
-    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
-        inputs = self.evaluation_inputs(examples, tokenizer, settings, batch_size)
+    def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path,
+                 inputs=None):
+        inputs = inputs or self.evaluation_inputs(examples, tokenizer, settings, batch_size)
         outputs, example_index = predict_batches(model, inputs.batches)
         return self.score(dataclasses.replace(inputs, example_index=example_index), outputs,
                           settings, output_dir, path)
@@ -265,10 +268,11 @@ class SquadFinetuning(FinetuningTask):
         answers = list(decoded.texts.values())
         return Evaluation(metrics, metrics["f1"], len(set(answers)) <= 1)
 
-    def tuned_null_threshold(self, model, examples, tokenizer, settings, batch_size):
+    def tuned_null_threshold(self, model, examples, tokenizer, settings, batch_size, inputs=None):
         """The null threshold that maximises F1 on `examples` (`best_f1_thresh` of the official
-        v2.0 evaluation of the best non-null answers and their null odds)."""
-        inputs = self.evaluation_inputs(examples, tokenizer, settings, batch_size)
+        v2.0 evaluation of the best non-null answers and their null odds); `inputs` as in
+        `evaluate`."""
+        inputs = inputs or self.evaluation_inputs(examples, tokenizer, settings, batch_size)
         decoded = self.decode(inputs, model.predict(inputs.batches, verbose=0), settings,
                               float("inf"))
         scores = squad_evaluation.evaluate_squad(examples, decoded.texts, decoded.null_odds,
