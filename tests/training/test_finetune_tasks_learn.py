@@ -32,6 +32,18 @@ from tests.binaries import run_binary
 
 VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
 SEED = 0
+# Each task's files are made by `random.Random(DATA_SEEDS[task] + 100 * seed)`.
+DATA_SEEDS = {"squad_v1": 0, "squad_v2": 1, "conll2003": 2, "swag": 3, "stsb": 5}
+# The learning each task's test asserts: every metric above its bound. Answering "" everywhere
+# scores SQuAD v2.0 exact 33.3 (the share of impossible questions); SWAG's chance is 0.25.
+# tests/proofs/finetune_tasks.py measures them over several seeds.
+BOUNDS = {
+    "squad_v1": {"exact": 80.0, "f1": 85.0, "later_window_exact": 0.75},
+    "squad_v2": {"exact": 75.0, "f1": 78.0, "HasAns_exact": 70.0, "NoAns_exact": 70.0},
+    "conll2003": {"f1": 0.85, "precision": 0.85, "recall": 0.85},
+    "swag": {"accuracy": 0.8},
+    "stsb": {"pearson": 0.8, "spearman": 0.8},
+}
 KINDS = ("PER", "LOC", "ORG")
 # Made-up names start with their kind's letters (the first WordPiece of such a word is that one
 # letter), then shared syllables (later sub-tokens, the same for every kind): only the first
@@ -48,6 +60,12 @@ TEMPLATE_WORDS = {"the", "then", "it", "is", "was", "owned", "by", "in", "kept",
                   "owner", "user", "author", "own", "where", "stored", "located", "place",
                   "location", "which", "company", "team", "group", "built", "what", "and", "or",
                   "at", "near"}
+
+
+def short_of(results, bounds):
+    """{metric: (value, bound)} of the metrics of `bounds` that `results` is not above."""
+    return {metric: (results[metric], bound) for metric, bound in bounds.items()
+            if not results[metric] > bound}
 
 
 def _filler_words():
@@ -73,21 +91,25 @@ def _filler(rng, low, high):
     return " ".join(rng.choice(FILLER) for _ in range(rng.randint(low, high)))
 
 
-@pytest.fixture(scope="module")
-def encoder_file(tmp_path_factory):
-    """A tiny random BERT encoder saved as `.keras`: what `--init_from` starts from.
+def save_encoder(path, seed=SEED):
+    """Save a tiny random BERT encoder made under `seed` to `path` (`.keras`): what `--init_from`
+    starts from.
 
     Hidden size 128 with 4 heads and no dropout: with hidden size 64 the span task (a start that
     depends on the question) was learned within the step budget by only some seeds.
     """
     with open(VOCAB, encoding="utf-8") as file:
         vocab_size = sum(1 for _ in file)
-    path = tmp_path_factory.mktemp("encoder") / "encoder.keras"
-    keras.utils.set_random_seed(SEED)
+    keras.utils.set_random_seed(seed)
     kerasbert.zoo.build("bert_tiny_uncased", vocab_size=vocab_size, num_layers=2, hidden_size=128,
                         num_heads=4, intermediate_size=256, max_positions=128, dropout=0.0,
                         attention_dropout=0.0).save(path)
     return path
+
+
+@pytest.fixture(scope="module")
+def encoder_file(tmp_path_factory):
+    return save_encoder(tmp_path_factory.mktemp("encoder") / "encoder.keras")
 
 
 @pytest.fixture(scope="module")
@@ -96,12 +118,13 @@ def hf_tokenizer():
     return transformers.BertTokenizerFast(VOCAB, do_lower_case=True)
 
 
-def _finetune(encoder_file, model_dir, task, train_file, dev_file, *flags):
+def _finetune(encoder_file, model_dir, task, train_file, dev_file, flags, seed):
     """Run `kerasbert-finetune` on these flags in this process (`tests.binaries`); return its
     `eval_results.json`."""
     run = run_binary("finetune", f"--task={task}", f"--train_file={train_file}",
                      f"--dev_file={dev_file}", f"--init_from={encoder_file}",
-                     f"--vocab_file={VOCAB}", f"--model_dir={model_dir}", "--seed=0", *flags)
+                     f"--vocab_file={VOCAB}", f"--model_dir={model_dir}", f"--seed={seed}",
+                     *flags)
     assert run.returncode == 0, run.stderr
     with open(os.path.join(model_dir, "eval_results.json"), encoding="utf-8") as file:
         return json.load(file)
@@ -115,9 +138,13 @@ def _finetune(encoder_file, model_dir, task, train_file, dev_file, *flags):
 SQUAD_MAX_SEQ_LENGTH = 64
 SQUAD_FLAGS = (f"--max_seq_length={SQUAD_MAX_SEQ_LENGTH}", "--max_query_length=16",
                "--doc_stride=24", "--train_batch_size=32")
+# Seeds 0-2 (`python -m tests.proofs.finetune_tasks measure`): 3 epochs give exact 100, 100,
+# 73.3 (seed 2 is below the bound: the margin depends on the seed; the test runs seed 0);
+# 2 epochs gave 32.5-60.8.
 SQUAD_V1_FLAGS = (*SQUAD_FLAGS, "--num_train_epochs=3", "--learning_rate=2e-3")
 # v2.0 must also learn when no window holds the kind asked for: at 2e-3 it collapsed to answering
-# nothing in epoch 2; at 1e-3 it reached 98% exact in epoch 3 and 99% in epoch 4.
+# nothing in epoch 2; at 1e-3 it reached 98% exact in epoch 3 and 99% in epoch 4. Seeds 0-2:
+# 4 epochs give exact 100, 96.7, 38.3 (seed 2 below the bound); 3 epochs, 100, 32.5, 35.8.
 SQUAD_V2_FLAGS = (*SQUAD_FLAGS, "--num_train_epochs=4", "--learning_rate=1e-3",
                   "--tune_null_threshold")
 # Questions name their kind in most of their words (so that a tiny model finds it quickly).
@@ -198,19 +225,34 @@ def _first_name_baseline(articles):
     return {qa["id"]: first.search(context).group(1) for context, qa in _questions(articles)}
 
 
-@pytest.fixture(scope="module")
-def squad_v1_run(encoder_file, hf_tokenizer, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("squad_v1")
-    rng = random.Random(SEED)
-    _write_squad(directory / "train-v1.1.json", rng, hf_tokenizer, 480, version_2=False)
-    dev = _write_squad(directory / "dev-v1.1.json", rng, hf_tokenizer, 40, version_2=False)
+def _data_rng(task, seed):
+    """The random generator of `task`'s files for `seed` (seed 0: the tests' files)."""
+    return random.Random(DATA_SEEDS[task] + 100 * seed)
+
+
+def squad_v1_outcome(encoder_file, tokenizer, directory, seed=SEED, flags=SQUAD_V1_FLAGS):
+    """(dev articles, predictions, eval_results.json, ids of the later-window questions) of a
+    SQuAD v1.1 fine-tuning on files made under `seed`, in `directory`."""
+    rng = _data_rng("squad_v1", seed)
+    _write_squad(directory / "train-v1.1.json", rng, tokenizer, 480, version_2=False)
+    dev = _write_squad(directory / "dev-v1.1.json", rng, tokenizer, 40, version_2=False)
     results = _finetune(encoder_file, directory / "run", "squad_v1",
-                        directory / "train-v1.1.json", directory / "dev-v1.1.json",
-                        *SQUAD_V1_FLAGS)
+                        directory / "train-v1.1.json", directory / "dev-v1.1.json", flags, seed)
     with open(directory / "run" / "predictions.json", encoding="utf-8") as file:
         predictions = json.load(file)
-    late = _later_window_questions(dev, hf_tokenizer, SQUAD_MAX_SEQ_LENGTH)
+    late = _later_window_questions(dev, tokenizer, SQUAD_MAX_SEQ_LENGTH)
     return dev, predictions, results, late
+
+
+def later_window_exact(dev, predictions, late):
+    """The exact-match rate on the questions whose answer is only in a later window."""
+    return float(np.mean([predictions[qa["id"]] == qa["answers"][0]["text"]
+                          for _, qa in _questions(dev) if qa["id"] in late]))
+
+
+@pytest.fixture(scope="module")
+def squad_v1_run(encoder_file, hf_tokenizer, tmp_path_factory):
+    return squad_v1_outcome(encoder_file, hf_tokenizer, tmp_path_factory.mktemp("squad_v1"))
 
 
 @pytest.mark.slow
@@ -221,12 +263,10 @@ def test_squad_v1_learns_answers_in_later_windows(squad_v1_run):
     assert len(late) >= 0.3 * len(questions)  # the premise: many answers past the first window
     baseline = squad_evaluate_v1_1.evaluate(dev, _first_name_baseline(dev))
     assert baseline["exact_match"] < 0.4
-    assert results["exact"] > 80.0 and results["f1"] > 85.0
-    late_exact = np.mean([predictions[qa["id"]] == qa["answers"][0]["text"]
-                          for _, qa in questions if qa["id"] in late])
+    late_exact = later_window_exact(dev, predictions, late)
     print(f"squad_v1: exact on the later-window answers {late_exact:.3f}, first-name baseline "
           f"{baseline}")
-    assert late_exact > 0.75
+    assert not short_of({**results, "later_window_exact": late_exact}, BOUNDS["squad_v1"])
 
 
 @pytest.mark.slow
@@ -238,15 +278,14 @@ def test_squad_v1_metrics_equal_the_official_evaluation(squad_v1_run):
     assert results["f1"] == pytest.approx(100.0 * official["final_f1"], abs=1e-9)
 
 
-@pytest.fixture(scope="module")
-def squad_v2_run(encoder_file, hf_tokenizer, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("squad_v2")
-    rng = random.Random(SEED + 1)
-    _write_squad(directory / "train-v2.0.json", rng, hf_tokenizer, 480, version_2=True)
-    dev = _write_squad(directory / "dev-v2.0.json", rng, hf_tokenizer, 40, version_2=True)
+def squad_v2_outcome(encoder_file, tokenizer, directory, seed=SEED, flags=SQUAD_V2_FLAGS):
+    """(dev articles, {predictions, null_odds, nbest_predictions}, eval_results.json) of a SQuAD
+    v2.0 fine-tuning on files made under `seed`, in `directory`."""
+    rng = _data_rng("squad_v2", seed)
+    _write_squad(directory / "train-v2.0.json", rng, tokenizer, 480, version_2=True)
+    dev = _write_squad(directory / "dev-v2.0.json", rng, tokenizer, 40, version_2=True)
     results = _finetune(encoder_file, directory / "run", "squad_v2",
-                        directory / "train-v2.0.json", directory / "dev-v2.0.json",
-                        *SQUAD_V2_FLAGS)
+                        directory / "train-v2.0.json", directory / "dev-v2.0.json", flags, seed)
     files = {}
     for name in ("predictions", "null_odds", "nbest_predictions"):
         with open(directory / "run" / f"{name}.json", encoding="utf-8") as file:
@@ -254,13 +293,16 @@ def squad_v2_run(encoder_file, hf_tokenizer, tmp_path_factory):
     return dev, files, results
 
 
+@pytest.fixture(scope="module")
+def squad_v2_run(encoder_file, hf_tokenizer, tmp_path_factory):
+    return squad_v2_outcome(encoder_file, hf_tokenizer, tmp_path_factory.mktemp("squad_v2"))
+
+
 @pytest.mark.slow
 def test_squad_v2_learns_answers_and_impossible_questions(squad_v2_run):
     _, _, results = squad_v2_run
     print(f"squad_v2: {results}")
-    # Answering "" everywhere scores exact 33.3 (the share of impossible questions).
-    assert results["exact"] > 75.0 and results["f1"] > 78.0
-    assert results["HasAns_exact"] > 70.0 and results["NoAns_exact"] > 70.0
+    assert not short_of(results, BOUNDS["squad_v2"])
 
 
 @pytest.mark.slow
@@ -283,7 +325,9 @@ def test_squad_v2_metrics_equal_the_official_evaluation(squad_v2_run):
 # are three or more windows long.
 
 CONLL_MAX_SEQ_LENGTH = 32
-CONLL_FLAGS = (f"--max_seq_length={CONLL_MAX_SEQ_LENGTH}", "--num_train_epochs=3",
+# 2 epochs (3 until 2026-11-29): f1, precision and recall 1.000 on seeds 0-2
+# (`python -m tests.proofs.finetune_tasks measure`).
+CONLL_FLAGS = (f"--max_seq_length={CONLL_MAX_SEQ_LENGTH}", "--num_train_epochs=2",
                "--train_batch_size=32", "--learning_rate=3e-3")
 TRIGGERS = {"PER": ("user", "NN", "B-NP", "O"), "LOC": ("near", "IN", "B-PP", "O"),
             "ORG": ("company", "NN", "I-NP", "O")}
@@ -330,16 +374,21 @@ def _read_predictions_txt(path):
     return sentences
 
 
-@pytest.fixture(scope="module")
-def conll_run(encoder_file, tmp_path_factory):
-    directory = tmp_path_factory.mktemp("conll")
-    rng = random.Random(SEED + 2)
+def conll_outcome(encoder_file, directory, seed=SEED, flags=CONLL_FLAGS):
+    """(dev sentences, the written `dev_predictions.txt`, eval_results.json) of a CoNLL-2003
+    fine-tuning on files made under `seed`, in `directory`."""
+    rng = _data_rng("conll2003", seed)
     _write_conll(directory / "eng.train", rng, 320)
     dev = _write_conll(directory / "eng.testa", rng, 60)
     results = _finetune(encoder_file, directory / "run", "conll2003", directory / "eng.train",
-                        directory / "eng.testa", *CONLL_FLAGS)
+                        directory / "eng.testa", flags, seed)
     written = _read_predictions_txt(directory / "run" / "dev_predictions.txt")
     return dev, written, results
+
+
+@pytest.fixture(scope="module")
+def conll_run(encoder_file, tmp_path_factory):
+    return conll_outcome(encoder_file, tmp_path_factory.mktemp("conll"))
 
 
 @pytest.mark.slow
@@ -350,7 +399,7 @@ def test_conll_learns_split_names_across_windows(conll_run, hf_tokenizer):
     lengths = [len(hf_tokenizer.tokenize(" ".join(row[0] for row in rows))) for rows in dev]
     print(f"conll2003: {results}; sentences of {min(lengths)}-{max(lengths)} sub-tokens")
     assert min(lengths) > 2 * (CONLL_MAX_SEQ_LENGTH - 2)  # three or more windows each
-    assert results["f1"] > 0.85 and results["precision"] > 0.85 and results["recall"] > 0.85
+    assert not short_of(results, BOUNDS["conll2003"])
     assert [[row[:2] for row in rows] for rows in written] == \
         [[(row[0], row[3]) for row in rows] for rows in dev]
 
@@ -375,16 +424,16 @@ def _read_tsv_predictions(path):
     return [tuple(line.split("\t")) for line in lines[1:]]
 
 
-def _tsv_task_run(encoder_file, tmp_path_factory, task, write, seed, files, sizes, flags):
-    """Write `task`'s training and dev files with `write` and fine-tune on them: (what `write`
-    returned for dev, the rows of `dev_predictions.tsv`, `eval_results.json`)."""
-    directory = tmp_path_factory.mktemp(task)
-    rng = random.Random(seed)
+def _tsv_task_run(encoder_file, directory, task, write, seed, files, sizes, flags):
+    """Write `task`'s training and dev files made under `seed` with `write` and fine-tune on
+    them in `directory`: (what `write` returned for dev, the rows of `dev_predictions.tsv`,
+    `eval_results.json`)."""
+    rng = _data_rng(task, seed)
     (train_name, dev_name), (train_size, dev_size) = files, sizes
     write(directory / train_name, rng, train_size)
     truths = write(directory / dev_name, rng, dev_size)
     results = _finetune(encoder_file, directory / "run", task, directory / train_name,
-                        directory / dev_name, *flags)
+                        directory / dev_name, flags, seed)
     return truths, _read_tsv_predictions(directory / "run" / "dev_predictions.tsv"), results
 
 
@@ -405,7 +454,8 @@ def _class_words(rng, classes):
 
 SWAG_COLUMNS = ("", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
                 "ending0", "ending1", "ending2", "ending3", "label")
-# At 3 epochs of 2e-3: 61% accuracy; 6 epochs of 1e-3 gave 98% by the second.
+# At 3 epochs of 2e-3: 61% accuracy; 6 epochs of 1e-3 gave 98% by the second. At 1e-3, seeds
+# 0-2: 3 epochs give 1.000, 0.575, 1.000; 2 epochs, 0.292, 0.308, 0.917.
 SWAG_FLAGS = ("--max_seq_length=24", "--num_train_epochs=4", "--train_batch_size=16",
               "--learning_rate=1e-3")
 
@@ -430,10 +480,15 @@ def _write_swag(path, rng, examples):
     return labels
 
 
+def swag_outcome(encoder_file, directory, seed=SEED, flags=SWAG_FLAGS):
+    """(dev labels, dev prediction rows, eval_results.json) of a SWAG fine-tuning."""
+    return _tsv_task_run(encoder_file, directory, "swag", _write_swag, seed,
+                         ("train.csv", "val.csv"), (600, 120), flags)
+
+
 @pytest.fixture(scope="module")
 def swag_run(encoder_file, tmp_path_factory):
-    return _tsv_task_run(encoder_file, tmp_path_factory, "swag", _write_swag, SEED + 3,
-                         ("train.csv", "val.csv"), (600, 120), SWAG_FLAGS)
+    return swag_outcome(encoder_file, tmp_path_factory.mktemp("swag"))
 
 
 @pytest.mark.slow
@@ -443,7 +498,7 @@ def test_swag_learns_and_accuracy_equals_sklearn(swag_run):
     predicted = [int(prediction) for prediction in _predictions_in_order(rows, len(labels))]
     assert results["accuracy"] == pytest.approx(sklearn.metrics.accuracy_score(labels, predicted),
                                                 abs=1e-12)
-    assert results["accuracy"] > 0.8  # chance: 0.25
+    assert not short_of(results, BOUNDS["swag"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,7 +507,9 @@ def test_swag_learns_and_accuracy_equals_sklearn(swag_run):
 # and test_finetune_cli.py; a synthetic RTE rule (a threshold on that sum, or class identity)
 # reached only 0.56-0.99 dev accuracy depending on the seed and schedule, too unsteady to assert.
 
-GLUE_FLAGS = ("--max_seq_length=32", "--num_train_epochs=3", "--train_batch_size=16",
+# 2 epochs (3 until 2026-11-29): Pearson 0.999, Spearman 0.991-0.993 on seeds 0-2
+# (`python -m tests.proofs.finetune_tasks measure`).
+GLUE_FLAGS = ("--max_seq_length=32", "--num_train_epochs=2", "--train_batch_size=16",
               "--learning_rate=2e-3")
 
 
@@ -480,10 +537,15 @@ def _write_stsb(path, rng, examples):
     return scores
 
 
+def stsb_outcome(encoder_file, directory, seed=SEED, flags=GLUE_FLAGS):
+    """(dev scores, dev prediction rows, eval_results.json) of an STS-B fine-tuning."""
+    return _tsv_task_run(encoder_file, directory, "stsb", _write_stsb, seed,
+                         ("train.tsv", "dev.tsv"), (800, 160), flags)
+
+
 @pytest.fixture(scope="module")
 def stsb_run(encoder_file, tmp_path_factory):
-    return _tsv_task_run(encoder_file, tmp_path_factory, "stsb", _write_stsb, SEED + 5,
-                         ("train.tsv", "dev.tsv"), (800, 160), GLUE_FLAGS)
+    return stsb_outcome(encoder_file, tmp_path_factory.mktemp("stsb"))
 
 
 @pytest.mark.slow
@@ -496,4 +558,4 @@ def test_stsb_learns_and_correlations_equal_scipy(stsb_run):
                                                abs=1e-4)
     assert results["spearman"] == pytest.approx(scipy.stats.spearmanr(scores, predicted)[0],
                                                 abs=1e-3)
-    assert results["pearson"] > 0.8 and results["spearman"] > 0.8
+    assert not short_of(results, BOUNDS["stsb"])
