@@ -154,15 +154,8 @@ class Trainer:
         if self._last_good:
             log(f"Restored {self._last_good} at step {int(self._step.numpy())}")
         self._writer = tf.summary.create_file_writer(file_system.join(model_dir, "train"))
-        if jit_compile:
-            self._model_step = tf.function(model.train_step, jit_compile=True)
-        elif isinstance(strategy, tf.distribute.OneDeviceStrategy):
-            # One trace of the step for its two call sites in `_compiled_steps` (the first step,
-            # then the loop's body), not one each. Not under a strategy with several replicas:
-            # a nested tf.function cannot hold the optimizer's cross-replica merge_call.
-            self._model_step = tf.function(model.train_step)
-        else:
-            self._model_step = model.train_step
+        self._model_step = tf.function(model.train_step, jit_compile=True) if jit_compile else (
+            model.train_step)
         self.steps_done = int(self._step.numpy())
         self._last_saved = self.steps_done if self._last_good else None  # a step or None
         self._recoveries = 0
