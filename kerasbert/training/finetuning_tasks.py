@@ -128,7 +128,8 @@ class FinetuningTask:
         """The `Evaluation` of `model` on `examples` of the dev file `path`, prediction files
         written to `output_dir`. `inputs`: their `evaluation_inputs`, made once for a run that
         evaluates every epoch (made here if None)."""
-        inputs = inputs or self.evaluation_inputs(examples, tokenizer, settings, batch_size)
+        if inputs is None:
+            inputs = self.evaluation_inputs(examples, tokenizer, settings, batch_size)
         return self.score(inputs, model.predict(inputs.batches, verbose=0), settings, output_dir,
                           path)
 
@@ -167,7 +168,8 @@ class GlueFinetuning(FinetuningTask):
 
     def evaluate(self, model, examples, tokenizer, settings, batch_size, output_dir, path,
                  inputs=None):
-        inputs = inputs or self.evaluation_inputs(examples, tokenizer, settings, batch_size)
+        if inputs is None:
+            inputs = self.evaluation_inputs(examples, tokenizer, settings, batch_size)
         outputs, example_index = predict_batches(model, inputs.batches)
         return self.score(dataclasses.replace(inputs, example_index=example_index), outputs,
                           settings, output_dir, path)
@@ -272,7 +274,8 @@ class SquadFinetuning(FinetuningTask):
         """The null threshold that maximises F1 on `examples` (`best_f1_thresh` of the official
         v2.0 evaluation of the best non-null answers and their null odds); `inputs` as in
         `evaluate`."""
-        inputs = inputs or self.evaluation_inputs(examples, tokenizer, settings, batch_size)
+        if inputs is None:
+            inputs = self.evaluation_inputs(examples, tokenizer, settings, batch_size)
         decoded = self.decode(inputs, model.predict(inputs.batches, verbose=0), settings,
                               float("inf"))
         scores = squad_evaluation.evaluate_squad(examples, decoded.texts, decoded.null_odds,
