@@ -36,6 +36,7 @@ Run from the repository root:
 import argparse
 import math
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -48,8 +49,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import kerasbert.zoo  # noqa: E402
 from kerasbert.data import demo  # noqa: E402
 from kerasbert.data.pretraining import PretrainingDataConfig, pretraining_dataset  # noqa: E402
-from kerasbert.data.service import (PARALLEL_EPOCHS, distribute, free_port,  # noqa: E402
-                                    freshly_seeded)
+from kerasbert.data.service import PARALLEL_EPOCHS, distribute, freshly_seeded  # noqa: E402
 
 from reporting import SMOKE_HELP, format_table, smoke_banner  # noqa: E402
 
@@ -61,7 +61,8 @@ def progress(message):
 
 
 def service_process(flags, core=None):
-    """A `kerasbert-data-service` process (pinned to `core` if given), once it serves."""
+    """A `kerasbert-data-service` process (pinned to `core` if given) and the line it printed
+    once it served."""
     command = [sys.executable, "-m", "kerasbert.cli.data_service", *flags]
     if core is not None and shutil.which("taskset"):
         command = ["taskset", "-c", str(core), *command]
@@ -69,9 +70,10 @@ def service_process(flags, core=None):
                                text=True)
     deadline = time.time() + 300
     while time.time() < deadline:
-        if select.select([process.stdout], [], [], 1.0)[0] and \
-                "serving" in process.stdout.readline():
-            return process
+        line = process.stdout.readline() if select.select([process.stdout], [], [], 1.0)[0] \
+            else ""
+        if "serving" in line:
+            return process, line
         if process.poll() is not None:
             raise SystemExit(f"{' '.join(command)} exited with status {process.returncode}")
     process.kill()
@@ -120,15 +122,18 @@ def main():
     processes = []
     try:
         for workers in worker_counts:
-            port = free_port()
             progress(f"service, {workers} worker(s) ...")
-            processes.append(service_process(["--mode=dispatcher", f"--port={port}",
-                                              f"--work_dir={work_dir}/{workers}"]))
+            # Port 0: the dispatcher binds a free port itself and names it in its line (a port
+            # found free here could be taken by another program before the dispatcher binds it).
+            dispatcher, line = service_process(["--mode=dispatcher", "--port=0",
+                                                f"--work_dir={work_dir}/{workers}"])
+            processes.append(dispatcher)
+            port = re.search(r"serving at grpc://[^:\s]+:(\d+)", line).group(1)
             for index in range(workers):
                 processes.append(service_process(
                     ["--mode=worker", f"--dispatcher=127.0.0.1:{port}",
                      "--worker_address=127.0.0.1:%port%"],
-                    core=index if workers <= cores else None))
+                    core=index if workers <= cores else None)[0])
             served = distribute(freshly_seeded(pipeline), f"grpc://127.0.0.1:{port}",
                                 PARALLEL_EPOCHS)
             rates[f"service, {workers} worker(s)"] = rate(served, arguments.batches,

@@ -7,12 +7,19 @@ fresh `sys.argv`, its folder first on `sys.path`), between two marker lines on s
 script fails when it raises, or exits with a status other than 0 or None (argparse's exit 2 for
 an unknown `--smoke` among them). Flags an absl script defined are removed before the next one
 defines its own. The exit status is 1 if any script failed.
+
+A script still running after `SCRIPT_TIME_LIMIT` seconds ends the process with every thread's
+traceback on stderr (`faulthandler`: it fires even while a thread waits inside TensorFlow), so a
+hung smoke fails in minutes and shows where it waited.
 """
 
+import faulthandler
 import os
 import runpy
 import sys
 import traceback
+
+SCRIPT_TIME_LIMIT = 300
 
 
 def forget_absl_flags():
@@ -33,6 +40,7 @@ def run_smoke(path):
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [path, "--smoke"]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    faulthandler.dump_traceback_later(SCRIPT_TIME_LIMIT, exit=True)
     try:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as exit_:
@@ -42,6 +50,7 @@ def run_smoke(path):
         traceback.print_exc()
         return f"{type(error).__name__}: {error}".splitlines()[0]
     finally:
+        faulthandler.cancel_dump_traceback_later()
         sys.argv, sys.path[:] = saved_argv, saved_path
         forget_absl_flags()
         if "keras" in sys.modules:

@@ -70,3 +70,20 @@ def test_smoke(smoke_runs, script):
     assert verdict == "ok", f"{script} --smoke {verdict}; its stderr:\n{errors[script][1][-3000:]}"
     assert output.startswith("SMOKE RUN (--smoke)"), f"{script} --smoke printed:\n{output}"
     assert len(output.splitlines()) > 2, f"{script} --smoke printed no results:\n{output}"
+
+
+def test_a_hung_script_ends_the_runner_with_its_traceback(tmp_path):
+    """A smoke that never returns fails within the runner's per-script limit, naming the line
+    where it waited, instead of holding the suite until the fixture's timeout."""
+    hung = tmp_path / "hung.py"
+    hung.write_text("import time\n\ndef wait():\n    time.sleep(600)\n\n"
+                    "if __name__ == '__main__':\n    wait()\n")
+    completed = subprocess.run(
+        [sys.executable, "-c", "import sys, benchmark_smoke_runner as runner; "
+         "runner.SCRIPT_TIME_LIMIT = 1; sys.exit(runner.main(sys.argv[1:]))", str(hung)],
+        cwd=RUNNER.parent, capture_output=True, text=True, timeout=60)
+    assert completed.returncode != 0
+    assert "BENCHMARK-SMOKE-START hung.py" in completed.stdout
+    assert "BENCHMARK-SMOKE-END" not in completed.stdout
+    assert "Timeout" in completed.stderr and 'hung.py", line 4 in wait' in completed.stderr, \
+        completed.stderr
