@@ -179,10 +179,11 @@ def demo_pretraining_dataset(tokenizer, objective, held_out):
 
 
 def tiny_demo_config(preset, tokenizer, **overrides):
-    """`preset`'s config shrunk to 2 layers of hidden size 128 over the demo vocabulary."""
-    return kerasbert.zoo.get_config(preset).replace(
-        vocab_size=tokenizer.vocabulary_size(), num_layers=2, hidden_size=128, num_heads=2,
-        intermediate_size=512, max_positions=PRETRAINING_LENGTH, **overrides)
+    """`preset`'s config shrunk to 2 layers of hidden size 128 over the demo vocabulary
+    (`overrides` replace any of these)."""
+    shape = dict(vocab_size=tokenizer.vocabulary_size(), num_layers=2, hidden_size=128,
+                 num_heads=2, intermediate_size=512, max_positions=PRETRAINING_LENGTH)
+    return kerasbert.zoo.get_config(preset).replace(**{**shape, **overrides})
 
 
 def masked_positions(inputs, count, seed):
