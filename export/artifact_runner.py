@@ -5,11 +5,15 @@ The exporter starts this file by path (`python artifact_runner.py REQUEST.json`)
 works next to the library fails here. The request names the runtime (`saved_model`,
 `tflite`, `text_tflite`, `onnx`), the artifacts, the calls (signature, case and input
 names) and the `.npz` of inputs; the outputs go to an `.npz` and what the runtime sees of
-each artifact (signatures, names, dtypes, shapes, latency) to a JSON file; an artifact that fails to load or run gets
-its error there instead, and the others still run.
+each artifact (signatures, names, dtypes, shapes, latency) to a JSON file; an artifact that
+fails to load or run gets its error there instead, and the others still run.
+`artifact_runner.py --serve` runs one request after another, a path per line of stdin, in a
+process that is kept (`kerasbert.export.runtimes.KEEP_RUNNERS`) and still never imports
+kerasbert.
 """
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -17,6 +21,7 @@ import time
 import numpy as np
 
 LATENCY_RUNS = 5
+SERVE, DONE = "--serve", "artifact_runner: done"
 
 
 def read_request(path):
@@ -128,19 +133,35 @@ def _run_artifact(request, artifact, inputs, outputs):
 
 def main(request_path):
     request = read_request(request_path)
-    inputs = np.load(request["inputs_file"])
     outputs, report = {}, {}
-    for artifact in request["artifacts"]:
-        try:
-            report[artifact["name"]] = _run_artifact(request, artifact, inputs, outputs)
-        except Exception as error:  # the artifact's own failure: named, the others still run
-            message = (str(error).strip().splitlines() or [""])[0]
-            report[artifact["name"]] = {"error": f"{type(error).__name__}: {message}"}
+    with np.load(request["inputs_file"]) as inputs:
+        for artifact in request["artifacts"]:
+            try:
+                report[artifact["name"]] = _run_artifact(request, artifact, inputs, outputs)
+            except Exception as error:  # the artifact's own failure: named, the others run
+                message = (str(error).strip().splitlines() or [""])[0]
+                report[artifact["name"]] = {"error": f"{type(error).__name__}: {message}"}
     report["_imported_kerasbert"] = any(name.split(".")[0] == "kerasbert" for name in sys.modules)
     np.savez(request["output_file"], **outputs)
     with open(request["info_file"], "w", encoding="utf-8") as file:
         json.dump(report, file)
 
 
+def serve():
+    """Run request after request: each line of stdin is a request's path, run from the
+    request's folder as a fresh process is; `DONE` goes to the original stdout once its files
+    are written (anything else printed goes to stderr). Ends with stdin (its parent's exit)."""
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        path = os.path.abspath(line.strip())
+        os.chdir(os.path.dirname(path))
+        main(path)
+        print(DONE, file=replies, flush=True)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == SERVE:
+        serve()
+    else:
+        main(sys.argv[1])

@@ -12,6 +12,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # timings that showed it).
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Every export verifies its artifacts in runner processes that never import kerasbert; kept ones
+# (one per runtime and worker) pay TensorFlow's import once instead of once per export. The main
+# job (tests/test_demo.py) runs without it, as a user's export does.
+os.environ.setdefault("KERASBERT_KEEP_ARTIFACT_RUNNERS", "1")
 # transformers' `from_pretrained` is only ever given local directories the tests wrote; offline
 # mode makes any attempt to reach the Hugging Face hub fail instead of downloading.
 os.environ["HF_HUB_OFFLINE"] = "1"
