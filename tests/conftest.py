@@ -12,10 +12,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # timings that showed it).
 os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# Every export verifies its artifacts in runner processes that never import kerasbert; kept ones
-# (one per runtime and worker) pay TensorFlow's import once instead of once per export. The main
-# job (tests/test_demo.py) runs without it, as a user's export does.
-os.environ.setdefault("KERASBERT_KEEP_ARTIFACT_RUNNERS", "1")
 # transformers' `from_pretrained` is only ever given local directories the tests wrote; offline
 # mode makes any attempt to reach the Hugging Face hub fail instead of downloading.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -34,9 +30,16 @@ tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfigu
 import filelock  # noqa: E402
 import pytest  # noqa: E402
 
+from kerasbert.export.runtimes import KEEP_RUNNERS  # noqa: E402
 from tests.helpers import demo_wordpiece_tokenizer, run_shared_folder  # noqa: E402
 from tests.pretrain_tiny_bert import REPOSITORY  # noqa: E402
 from tests.pretrain_tiny_bert import command as tiny_bert_command  # noqa: E402
+
+# Every export verifies its artifacts in runner processes that never import kerasbert; kept ones
+# (one per runtime and worker) pay TensorFlow's import once instead of once per export (read at
+# each export, so set here). The main job (tests/test_demo.py) runs without it, as a user's
+# export does.
+os.environ.setdefault(KEEP_RUNNERS, "1")
 
 # One tiny BERT pretrained on the shipped corpus, shared by the whole session: pretraining takes
 # minutes on two cores. `tests/training/test_learning.py` judges its pretraining on the held-out

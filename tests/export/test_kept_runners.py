@@ -71,14 +71,14 @@ def _runner_script(tmp_path, body):
 def test_a_kept_runner_that_dies_is_named_and_the_next_request_gets_a_new_one(
         tmp_path, monkeypatch, own_runners):
     monkeypatch.setenv(runtimes.KEEP_RUNNERS, "1")
+    real_runner = runtimes.RUNNER
     monkeypatch.setattr(runtimes, "RUNNER", _runner_script(
         tmp_path, "print('the runner broke here', file=sys.stderr)\nsys.exit(3)"))
     with pytest.raises(ExportError, match=r"^affine: failed to load or run in a fresh tflite "
                                           r"process: the runner broke here$"):
         _run("unused.tflite", tmp_path, np.zeros((1, 3), np.float32))
     assert not own_runners  # not kept: the next request starts another
-    monkeypatch.setattr(runtimes, "RUNNER", os.path.join(
-        os.path.dirname(runtimes.__file__), "artifact_runner.py"))
+    monkeypatch.setattr(runtimes, "RUNNER", real_runner)
     outputs, _ = _run(_tflite_file(tmp_path / "affine.tflite"), tmp_path,
                       np.zeros((1, 3), np.float32))
     np.testing.assert_array_equal(outputs["affine::serving_default::c::y"], [[1, 1, 1]])
