@@ -20,10 +20,13 @@ PADDING_EXTRA = 8
 MASKED_POSITIONS = 3
 # Full-integer quantization calibrates on the first CALIBRATION_TEXTS texts of the text source;
 # quantized artifacts are judged on up to AGREEMENT_TEXTS texts after them (never one of the
-# calibration texts). With 256, the 99% agreement rule allows two flips; with fewer than 100
-# judging texts it allows none.
+# calibration texts, compared as strings and as packed ids), and on at least MIN_JUDGING_INPUTS
+# inputs: with 256, the 99% agreement rule allows two flips; with fewer than 100 it would allow
+# none, and with a handful one lucky input could decide.
 CALIBRATION_TEXTS = 64
 AGREEMENT_TEXTS = 256
+MIN_JUDGING_INPUTS = 200
+QUESTION_WORDS = 12  # a span-QA judging input: the first words of one text, then the next text
 # The corpus shard that pretraining tests hold out: text the demo models never trained on.
 _HELD_OUT_SHARD = -1
 
@@ -146,6 +149,7 @@ class CaseMaker:
         self.config = encoder_of(model).config
         self.input_names = list(model.input)
         self.choices = len(model.input["token_ids"].shape) == 3
+        self.task = getattr(model, "task", None)
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
         self.sets = sets or text_sets()
@@ -169,11 +173,63 @@ class CaseMaker:
                               padded_from=cases[0].name))
         return cases
 
-    def agreement_inputs(self, batch_size=AGREEMENT_TEXTS):
-        """The judging texts packed at the full length, in batches: where quantized artifacts
-        are judged."""
-        return [self.packed(self.texts[start:start + batch_size], None, self.max_seq_length)
-                for start in range(0, len(self.texts), batch_size)]
+    def judging_inputs(self, batch_size=AGREEMENT_TEXTS):
+        """Where quantized artifacts are judged without a labelled set: one input per judging
+        text, packed at the full length and shaped like the task's inputs (module docstring
+        of `kerasbert.export.cases`: `judging_shape`), none equal in its ids to a calibration
+        input, in batches; an `ExportError` when fewer than `MIN_JUDGING_INPUTS` are left."""
+        texts = self.texts
+        if len(texts) < MIN_JUDGING_INPUTS:
+            self._too_few(len(texts))
+        following = texts[1:] + texts[:1]
+        shape = self.judging_shape()
+        if shape == "question and context pairs":
+            rows = self.packed([" ".join(text.split()[:QUESTION_WORDS]) + "?" for text in texts],
+                               following, self.max_seq_length)
+        elif shape == "single texts and text pairs, alternating":
+            singles = self.packed(texts[0::2], None, self.max_seq_length)
+            pairs = self.packed(texts[1::2], following[1::2], self.max_seq_length)
+            rows = {name: _interleaved(singles[name], pairs[name]) for name in singles}
+        else:
+            rows = self.packed(texts, None, self.max_seq_length)
+        rows = self._without_calibration_inputs(rows)
+        count = len(rows["token_ids"])
+        if count < MIN_JUDGING_INPUTS:
+            self._too_few(count)
+        return [{name: value[start:start + batch_size] for name, value in rows.items()}
+                for start in range(0, count, batch_size)]
+
+    def latency_input(self):
+        """One text packed at the full length: where artifacts' latency is measured."""
+        return self.packed(self.texts[:1], None, self.max_seq_length)
+
+    def _too_few(self, count):
+        raise ExportError(
+            f"calibration data {self.sets.source}: {count} judging inputs left after the "
+            f"{len(self.sets.calibration)} calibration lines; quantized variants are judged on "
+            f"at least {MIN_JUDGING_INPUTS}: give more lines in --calibration_data (or judge on "
+            "a labelled file with --eval_file and --task)")
+
+    def judging_shape(self):
+        """How judging texts become inputs for this model: `"single texts"` (encoders,
+        pretraining and token classification models: a sentence's words), `"question and
+        context pairs"` (span QA) or `"single texts and text pairs, alternating"` (sequence
+        classification and multiple choice, which take either)."""
+        if self.task == "question_answering":
+            return "question and context pairs"
+        if self.task in ("sequence_classification", "multiple_choice"):
+            return "single texts and text pairs, alternating"
+        return "single texts"
+
+    def _without_calibration_inputs(self, rows):
+        """`rows` without any whose ids equal a calibration input's."""
+        if not self.sets.calibration:
+            return rows
+        calibration = self.packed(self.sets.calibration, None, self.max_seq_length)["token_ids"]
+        seen = {row.tobytes() for row in calibration.reshape(len(calibration), -1)}
+        ids = rows["token_ids"]
+        keep = np.array([row.tobytes() not in seen for row in ids.reshape(len(ids), -1)])
+        return {name: value[keep] for name, value in rows.items()}
 
     def calibration_inputs(self):
         """One input per calibration text, batch 1, packed at the full length (int8
@@ -234,3 +290,10 @@ class CaseMaker:
                                     replace=real - 2 < MASKED_POSITIONS)
             positions.append(np.sort(picks))
         return np.asarray(positions, np.int32).reshape(padding_mask.shape[:-1] + (MASKED_POSITIONS,))
+
+
+def _interleaved(first, second):
+    """The rows of `first` and `second` taken in turn (`first` may have one row more)."""
+    rows = np.empty((len(first) + len(second),) + first.shape[1:], first.dtype)
+    rows[0::2], rows[1::2] = first, second
+    return rows

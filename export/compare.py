@@ -3,26 +3,25 @@
 Float32 artifacts: the largest absolute difference divided by the output's magnitude
 (`max(1, max |reference|)`) must stay within `FLOAT32_TOLERANCE`.
 
-Quantized artifacts, one strict rule per kind of output (`quantized_check`):
+Quantized artifacts, one strict rule per kind of output, the kind declared by the model
+(`kerasbert.export.output_kinds`), never read from an array's shape:
 
-- Classifier logits (several per row: per example, per masked position, per real token for
-  token-level logits, over the real tokens for span starts and ends): argmax agreement with
-  the float model, every flip counted, at least `AGREEMENT_THRESHOLD`. Flips where the float
+- Class logits (`example_logits` per example or masked position, `token_logits` per real
+  token, `span_logits` over the real tokens): argmax agreement with the float model, every
+  flip counted, at least `AGREEMENT_THRESHOLD` (`LABELLED_AGREEMENT_THRESHOLD` on a labelled
+  set's own inputs, where the task score must also stay within 1 point). Flips where the float
   model itself all but ties (the float gap between its choice and the quantized one is within
   `NEAR_TIE` of that same example's largest absolute logit) are counted as `near_tie_flips`,
   for information only: they are flips like any other.
-- One logit per token (ELECTRA's `rtd_logits`): its sign is the token's decision, so it is
-  judged like logits, by the agreement of the signs over the real tokens, every flip counted
-  (for one number per token, the per-token cosine is that sign: this is its 1st percentile
-  held to the same 0.99). Near ties: float logits within `NEAR_TIE` of the largest absolute
-  logit of that example.
-- Vectors (hidden states, pooled outputs): the cosine similarity of every real token's (or
-  example's) vector with the float one; the smallest of them, not the mean, at least
-  `COSINE_THRESHOLD`, so that one broken token fails the artifact. One value per example
-  (regression) is one vector over the batch.
-
-With a labelled set (`kerasbert.export.labelled`), a task model's quantized artifact is judged
-by its task metric instead; the agreement is then reported beside it and decides nothing.
+- One logit per token whose sign decides (`token_signs`, ELECTRA's `rtd_logits`): the
+  agreement of the signs over the real tokens, held to the same thresholds. Near ties: float
+  logits within `NEAR_TIE` of the largest absolute logit of that example.
+- Vectors (`token_vectors`, `example_vectors`): the cosine similarity of every real token's
+  (or example's) vector with the float one; the smallest of them, not the mean, at least
+  `COSINE_THRESHOLD`, so that one broken token fails the artifact.
+- One value per example (`regression`): the largest absolute difference divided by the spread
+  of the float values over the judged examples (largest minus smallest), at most
+  `REGRESSION_THRESHOLD`: a file that doubles every score fails, as a cosine would not see.
 """
 
 import numpy as np
@@ -34,20 +33,12 @@ AGREEMENT_THRESHOLD = 0.99
 # every token's cosine above it; the int8 variant that flipped more did not, nor does any
 # deliberately broken one.
 COSINE_THRESHOLD = 0.99
+LABELLED_AGREEMENT_THRESHOLD = 0.98
+REGRESSION_THRESHOLD = 0.02
 NEAR_TIE = 0.05
-_SPAN_OUTPUTS = ("start_logits", "end_logits")
-_THRESHOLDS = {"argmax_agreement": AGREEMENT_THRESHOLD, "min_cosine": COSINE_THRESHOLD}
-
-
-def is_sequence_aligned(name, value, sequence_length):
-    """Whether axis 1 of output `value` runs along the input tokens.
-
-    >>> is_sequence_aligned("sequence_output", np.zeros((2, 9, 4)), 9)
-    True
-    >>> is_sequence_aligned("mlm_logits", np.zeros((2, 9, 4)), 9)
-    False
-    """
-    return name != "mlm_logits" and value.ndim >= 2 and value.shape[1] == sequence_length
+_THRESHOLDS = {"argmax_agreement": AGREEMENT_THRESHOLD, "min_cosine": COSINE_THRESHOLD,
+               "max_error_over_spread": REGRESSION_THRESHOLD}
+_LOWER_IS_BETTER = ("max_error_over_spread",)
 
 
 def float_difference(reference, candidate):
@@ -79,66 +70,90 @@ def real_token_rows(value, padding_mask):
     return value.reshape((keep.size,) + value.shape[padding_mask.ndim:])[keep]
 
 
-def agreement(name, reference, candidate, padding_mask):
-    """How quantized output `candidate` agrees with the float `reference` (module docstring):
-    `{"metric", "value", "compared", ...}`, `metric` being `argmax_agreement` or `min_cosine`.
+def agreement(kind, reference, candidate, padding_mask):
+    """How quantized output `candidate` of `kind` (`kerasbert.export.output_kinds`) agrees with
+    the float `reference` (module docstring): `{"metric", "value", "compared", ...}`, `metric`
+    being `argmax_agreement`, `min_cosine` or `max_error_over_spread`.
 
     >>> mask = np.ones((2, 3), "int32")
-    >>> agreement("logits", np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[0.9, 0.1], [0.6, 0.4]]), mask)
+    >>> agreement("example_logits", np.array([[1.0, 0.0], [0.0, 1.0]]),
+    ...           np.array([[0.9, 0.1], [0.6, 0.4]]), mask)
     {'metric': 'argmax_agreement', 'value': 0.5, 'compared': 2, 'flips': 1, 'near_tie_flips': 0}
-    >>> agreement("logits", np.array([[1.0, 0.98], [0.0, 1.0]]), np.array([[0.9, 1.0], [0.0, 1.0]]), mask)
+    >>> agreement("example_logits", np.array([[1.0, 0.98], [0.0, 1.0]]),
+    ...           np.array([[0.9, 1.0], [0.0, 1.0]]), mask)
     {'metric': 'argmax_agreement', 'value': 0.5, 'compared': 2, 'flips': 1, 'near_tie_flips': 1}
-    >>> agreement("rtd_logits", np.array([[2.0, -1.0, 0.05], [1.0, 1.0, 1.0]]),
+    >>> agreement("token_signs", np.array([[2.0, -1.0, 0.05], [1.0, 1.0, 1.0]]),
     ...           np.array([[1.5, -0.8, -0.02], [1.1, 0.9, 5.0]]), mask)["flips"]
     1
     >>> tokens = np.ones((2, 3, 4))
     >>> broken = tokens.copy(); broken[1, 2] = -1.0
-    >>> agreement("sequence_output", tokens, broken, mask)["value"]
+    >>> agreement("token_vectors", tokens, broken, mask)["value"]
     -1.0
+    >>> agreement("regression", np.array([[1.0], [3.0]]), np.array([[2.0], [6.0]]), mask)["value"]
+    1.5
     """
     reference = np.asarray(reference, np.float64)
     candidate = np.asarray(candidate, np.float64)
     padding_mask = np.asarray(padding_mask)
-    aligned = is_sequence_aligned(name, reference, padding_mask.shape[-1])
-    if name in _SPAN_OUTPUTS:
+    if reference.shape != candidate.shape:
+        return {"metric": _METRICS[kind], "value": _WORST[_METRICS[kind]], "compared": 0,
+                "shape": [list(reference.shape), list(candidate.shape)]}
+    if kind == "span_logits":
         pads = padding_mask == 0
-        reference = np.where(pads, -np.inf, reference)
-        candidate = np.where(pads, -np.inf, candidate)
+        return _argmax_agreement(np.where(pads, -np.inf, reference),
+                                 np.where(pads, -np.inf, candidate))
+    if kind == "example_logits":
         return _argmax_agreement(reference, candidate)
-    if name.endswith("logits") and reference.shape[-1] > 1 and not (
-            aligned and reference.ndim == 2):
-        if aligned:
-            reference = real_token_rows(reference, padding_mask)
-            candidate = real_token_rows(candidate, padding_mask)
-        return _argmax_agreement(reference, candidate)
-    if aligned and reference.ndim == 2:  # one logit per token: its sign decides
+    if kind == "token_logits":
+        return _argmax_agreement(real_token_rows(reference, padding_mask),
+                                 real_token_rows(candidate, padding_mask))
+    if kind == "token_signs":
         return _sign_agreement(reference, candidate, padding_mask == 1)
-    if aligned:
-        reference = real_token_rows(reference, padding_mask)
-        candidate = real_token_rows(candidate, padding_mask)
-    if reference.shape[-1] == 1:  # one value per example: one vector over the batch
-        reference, candidate = reference.reshape(1, -1), candidate.reshape(1, -1)
-    return _min_cosine(reference, candidate)
+    if kind == "token_vectors":
+        return _min_cosine(real_token_rows(reference, padding_mask),
+                           real_token_rows(candidate, padding_mask))
+    if kind == "example_vectors":
+        return _min_cosine(reference, candidate)
+    if kind == "regression":
+        return _error_over_spread(reference, candidate)
+    raise ValueError(f"unknown output kind {kind!r}")
 
 
-def passes(result):
-    """Whether an `agreement` result meets its threshold.
+def passes(result, labelled=False):
+    """Whether an `agreement` result meets its threshold (`threshold`).
 
     >>> passes({"metric": "argmax_agreement", "value": 0.99})
     True
     >>> passes({"metric": "min_cosine", "value": 0.5})
     False
+    >>> passes({"metric": "max_error_over_spread", "value": 0.03})
+    False
     """
-    return result["value"] >= _THRESHOLDS[result["metric"]]
+    limit = threshold(result, labelled)
+    if result["metric"] in _LOWER_IS_BETTER:
+        return result["value"] <= limit
+    return result["value"] >= limit
 
 
-def threshold(result):
-    """The threshold an `agreement` result is held to.
+def threshold(result, labelled=False):
+    """The threshold an `agreement` result is held to; `labelled`: judged on a labelled set's
+    inputs, whose task score is held to its own bound too.
 
     >>> threshold({"metric": "argmax_agreement", "value": 1.0})
     0.99
+    >>> threshold({"metric": "argmax_agreement", "value": 1.0}, labelled=True)
+    0.98
     """
+    if labelled and result["metric"] == "argmax_agreement":
+        return LABELLED_AGREEMENT_THRESHOLD
     return _THRESHOLDS[result["metric"]]
+
+
+_METRICS = {"example_logits": "argmax_agreement", "token_logits": "argmax_agreement",
+            "span_logits": "argmax_agreement", "token_signs": "argmax_agreement",
+            "token_vectors": "min_cosine", "example_vectors": "min_cosine",
+            "regression": "max_error_over_spread"}
+_WORST = {"argmax_agreement": 0.0, "min_cosine": -1.0, "max_error_over_spread": float("inf")}
 
 
 def _argmax_agreement(reference, candidate):
@@ -189,6 +204,23 @@ def _min_cosine(reference, candidate):
               "compared": int(len(cosine)),
               "percentile_1_cosine": round(float(np.quantile(cosine, 0.01)), 6),
               "mean_cosine": round(float(np.mean(cosine)), 6)}
+    if np.any(broken):
+        result["non_finite"] = int(np.sum(broken))
+    return result
+
+
+def _error_over_spread(reference, candidate):
+    reference, candidate = reference.reshape(-1), candidate.reshape(-1)
+    broken = ~np.isfinite(candidate)
+    error = np.where(broken, np.inf, np.abs(np.where(broken, 0.0, candidate) - reference))
+    spread = float(np.max(reference) - np.min(reference)) if reference.size else 0.0
+    # A constant float output has no spread: its own magnitude (or 1) is the scale.
+    scale = spread if spread > 0 else max(float(np.max(np.abs(reference), initial=0.0)), 1.0)
+    value = float(np.max(error, initial=0.0)) / scale
+    result = {"metric": "max_error_over_spread",
+              "value": round(value, 6) if np.isfinite(value) else float("inf"),
+              "compared": int(reference.size), "max_abs_error": round(float(np.max(
+                  error, initial=0.0)), 6), "float_spread": round(spread, 6)}
     if np.any(broken):
         result["non_finite"] = int(np.sum(broken))
     return result

@@ -18,13 +18,15 @@ from kerasbert.export.answer_signatures import (answer_output_names, answer_sign
                                                 verification_inputs)
 from kerasbert.export.answers import answer_checks, answer_names
 from kerasbert.export.cases import CaseMaker, text_sets
-from kerasbert.export.compare import (FLOAT32_TOLERANCE, agreement, float_difference,
-                                      is_sequence_aligned, passes, threshold)
+from kerasbert.export.compare import (FLOAT32_TOLERANCE, agreement, float_difference, passes,
+                                      threshold)
 from kerasbert.export.errors import ExportError
+from kerasbert.export.cases import MIN_JUDGING_INPUTS
 from kerasbert.export.labelled import METRIC_TOLERANCE_POINTS, LabelledSet
 from kerasbert.export.model_sources import load_export_model
 from kerasbert.export.onnx_model import OPSET, convert_to_onnx
 from kerasbert.export.onnx_model import op_inventory as onnx_op_inventory
+from kerasbert.export.output_kinds import is_token_aligned, output_kinds
 from kerasbert.export.onnx_runtime_variants import (FUSED_CANDIDATE_FILE, ONNX_FILE_NAMES,
                                                     fused_candidate, quantize_dynamic_int8)
 from kerasbert.export.padding_buckets import expected_width
@@ -92,7 +94,7 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
     >>> sorted(report["artifacts"]), report["artifacts"]["model.onnx"]["verified"]
     (['model.onnx'], True)
     """
-    formats, quantize = _checked_choices(formats, quantize, calibration_data)
+    formats, quantize, calibration_data = _checked_choices(formats, quantize, calibration_data)
     if (eval_file is None) != (task is None):
         raise ExportError("--eval_file needs --task (the kerasbert-finetune task whose format "
                           "and metric the file has)" if task is None else
@@ -111,6 +113,9 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
                           f"{config.max_sequence_length} positions (and at least 4 are needed)")
     if text_signatures:
         _check_text_signatures(model, tokenizer, formats, max_seq_length)
+    quantized = _makes_quantized_variants(formats, quantize)
+    if quantized:
+        _check_quantized_judging(model, tokenizer)
     calibrate = "int8" in quantize and "tflite" in formats
     sets = text_sets(calibration_data, calibrate=calibrate)
     maker = CaseMaker(model, tokenizer, max_seq_length, sets)
@@ -123,12 +128,14 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
                                max_eval_examples)
         labelled.reference = [_numpy(serve(batch)) for batch in labelled.batches]
         labelled.float_evaluation = labelled.score(labelled.reference)
+        if quantized:
+            _check_labelled_judging_inputs(labelled)
 
     work = TemporarySibling(output_dir, "partial", folder=True)  # and a killed run's removed
     work_dir = work.path
     try:
         builder = _ArtifactBuilder(model, tokenizer, maker, work_dir, settings, serve,
-                                   labelled)
+                                   labelled, quantized)
         if "saved_model" in formats:
             builder.saved_model(text_signatures, serving_version)
         if "tflite" in formats:
@@ -138,8 +145,10 @@ def export(model_or_path, output_dir, formats=FORMATS, quantize=("none",), max_s
         if "onnx" in formats:
             builder.onnx(quantize)
         _ArtifactVerifier(builder).verify()
+        texts = sets.describe()
+        texts["judging"]["inputs"] = builder.judged_on
         report = make_report(model, tokenizer, builder.artifacts, max_seq_length, OPSET,
-                             sets.describe(), _labelled_report(labelled), settings)
+                             texts, _labelled_report(labelled), settings)
         write_report(os.path.join(work_dir, REPORT_FILE), report)
         work.publish()  # over an empty output_dir too
     except BaseException:
@@ -161,13 +170,51 @@ def _checked_choices(formats, quantize, calibration_data):
     if "int8" in quantize and not calibration_data:
         raise ExportError("int8 (full-integer) quantization needs calibration_data "
                           "(--calibration_data): text files run through the model's tokenizer")
+    unmade = [name for name in quantize if not any(
+        name in _VARIANTS_MADE_BY[format_name] for format_name in formats)]
+    if unmade:
+        makers = [format_name for format_name in FORMATS
+                  if unmade[0] in _VARIANTS_MADE_BY[format_name]]
+        raise ExportError(f"--quantize={unmade[0]}: no format in --formats={','.join(formats)} "
+                          f"makes that variant (only {' or '.join(makers)} does); add it to "
+                          "--formats or leave the variant out of --quantize")
     if calibration_data:
         calibration_data = [calibration_data] if isinstance(calibration_data, str) else list(
             calibration_data)
         missing = [path for path in calibration_data if not file_system.isfile(path)]
         if missing:
             raise ExportError(f"calibration data {missing[0]}: no such file")
-    return formats, quantize
+    return formats, quantize, calibration_data
+
+
+# The variants of --quantize each format writes (model.onnx and the SavedModel are float).
+_VARIANTS_MADE_BY = {"saved_model": ("none",), "tflite": QUANTIZATIONS,
+                     "onnx": ("none", "dynamic_int8")}
+
+
+def _makes_quantized_variants(formats, quantize):
+    """Whether the export writes any quantized file."""
+    return any(name != "none" and name in _VARIANTS_MADE_BY[format_name]
+               for name in quantize for format_name in formats)
+
+
+def _check_quantized_judging(model, tokenizer):
+    """Refuse, before anything is built, quantized variants that could not be judged as the
+    rule says: every output of a known kind, and real text to judge them on."""
+    output_kinds(model)
+    if tokenizer is None:
+        raise ExportError(f"{model.name}: quantized variants are judged on real text run through "
+                          "the model's tokenizer, and the model has none known; pass --tokenizer "
+                          "(or export with --quantize=none)")
+
+
+def _check_labelled_judging_inputs(labelled):
+    count = sum(len(batch["token_ids"]) for batch in labelled.batches)
+    if count < MIN_JUDGING_INPUTS:
+        raise ExportError(f"--eval_file {labelled.path}: {count} inputs of {labelled.task.name} "
+                          f"(from {labelled.examples_read} examples); quantized variants are "
+                          f"judged on at least {MIN_JUDGING_INPUTS}: give a larger --eval_file or "
+                          "raise --max_eval_examples")
 
 
 def _answer_settings(model_or_path, max_seq_length, given):
@@ -222,14 +269,20 @@ class _ArtifactBuilder:
     """Writes the artifacts into `work_dir`: each one's report entry (`artifacts`) and, per
     runtime, the calls a fresh process is to make on it (`runs`), for `_ArtifactVerifier`."""
 
-    def __init__(self, model, tokenizer, maker, work_dir, answer_settings, serve, labelled):
+    def __init__(self, model, tokenizer, maker, work_dir, answer_settings, serve, labelled,
+                 quantized):
         self.model, self.tokenizer, self.maker = model, tokenizer, maker
         self.work_dir, self.answer_settings = work_dir, answer_settings
         self.max_seq_length = answer_settings.max_seq_length
         self.serve = serve
         self.labelled = labelled
+        self.kinds = output_kinds(model, strict=False)
         self.cases = maker.verification_cases()
-        self.agreement_batches = maker.agreement_inputs()
+        self.latency_input = maker.latency_input()
+        # Quantized files are judged on the labelled file's own inputs when there is one.
+        self.agreement_batches = (maker.judging_inputs() if quantized and labelled is None
+                                  else [])
+        self.judged_on = _judged_on(maker, labelled, self.agreement_batches)
         self.artifacts = {}    # name -> report entry
         self.candidates = {}   # name -> report entry of a file that replaces an artifact if it verifies
         self.runs = {}         # runtime -> list of artifact dicts (path, calls, ...)
@@ -351,7 +404,7 @@ class _ArtifactBuilder:
 
     def _latency_call(self):
         return {"signature": "serving_default", "case": "latency",
-                "inputs": sorted(self.agreement_batches[0])}
+                "inputs": sorted(self.latency_input)}
 
     def _text_calls(self, signatures):
         inputs = {"serve_text": ("text_single", ["text"]),
@@ -412,8 +465,7 @@ class _ArtifactVerifier:
             arrays.update({f"{case.name}::{key}": value for key, value in case.inputs.items()})
         for index, batch in enumerate(self.built.agreement_batches):
             arrays.update({f"agreement{index}::{key}": value for key, value in batch.items()})
-        arrays.update({f"latency::{key}": value[:1]
-                       for key, value in self.built.agreement_batches[0].items()})
+        arrays.update({f"latency::{key}": value for key, value in self.built.latency_input.items()})
         for index, batch in enumerate(self.built.labelled.batches if self.built.labelled else []):
             arrays.update({f"eval{index}::{key}": value for key, value in batch.items()})
         single = _TEXT_CASES["text_single"]
@@ -494,7 +546,8 @@ class _ArtifactVerifier:
         outputs, padding_mask = self._text_outputs(texts, pair_texts)
         length = self.built.max_seq_length
         width = expected_width(padding_mask, length)
-        return {name: value[:, :width] if is_sequence_aligned(name, value, length) else value
+        return {name: value[:, :width] if is_token_aligned(self.built.kinds, name, value, length)
+                else value
                 for name, value in outputs.items()}
 
     def _text_outputs(self, texts, pair_texts):
@@ -554,56 +607,61 @@ class _ArtifactVerifier:
         return checks
 
     def _quantized_checks(self, name, entry, produced, references):
-        """The strict rule (`kerasbert.export.compare`), or, with a labelled set, its task
-        metric; the checks and whether the artifact passes."""
-        cases = [case for case, _ in produced if case.startswith("agreement")]
-        texts = len(self.built.maker.texts)
+        """The strict rule (`kerasbert.export.compare`) on the judging inputs, which with a
+        labelled set are its own inputs and its task metric decides too; the checks and
+        whether the artifact passes."""
+        labelled = self.built.labelled
+        prefix = "eval" if labelled is not None else "agreement"
+        cases = [case for case, _ in produced if case.startswith(prefix)]
+        judged = self.built.judged_on
         checks = []
-        for output in sorted(references[cases[0]]):
-            result = agreement(output,
+        for output, kind in sorted(output_kinds(self.built.model).items()):
+            result = agreement(kind,
                                np.concatenate([references[case][output] for case in cases]),
                                np.concatenate([produced[case, "serving_default"][output]
                                                for case in cases]),
                                np.concatenate([self._padding_mask(case) for case in cases]))
-            checks.append({"check": "agreement", "output": output, "judging_texts": texts,
-                           **result, "threshold": threshold(result), "passed": passes(result)})
+            limit = threshold(result, labelled is not None)
+            checks.append({"check": "agreement", "output": output, "kind": kind,
+                           "judging_inputs": judged["inputs"], **result, "threshold": limit,
+                           "passed": passes(result, labelled is not None)})
         entry["agreement"] = {check["output"]: {key: value for key, value in check.items()
                                                 if key not in ("check", "output", "passed")}
                               for check in checks}
-        described = ", ".join(_agreement_text(check) for check in checks)
-        if self.built.labelled is None:
+        entry["judged_on"] = judged
+        failed = [f"output {check['output']!r} {_agreement_text(check)}, "
+                  f"{'above' if check['metric'] == 'max_error_over_spread' else 'below'} "
+                  f"{check['threshold']}" for check in checks if not check["passed"]]
+        if labelled is None:
             entry["decided_by"] = "agreement"
-            failed = [check for check in checks if not check["passed"]]
             if failed:
-                self.failures.append(f"{name}: " + ", ".join(
-                    f"output {check['output']!r} {_agreement_text(check)}, below "
-                    f"{check['threshold']}" for check in failed))
+                self.failures.append(f"{name}: " + ", ".join(failed))
             return checks, not failed
-        labelled = self.built.labelled
         evaluation = labelled.score([produced[f"eval{index}", "serving_default"]
                                      for index in range(len(labelled.batches))])
         float_points = labelled.points(labelled.float_evaluation)
         points = labelled.points(evaluation)
         gap = abs(points - float_points)
-        passed = gap <= METRIC_TOLERANCE_POINTS
-        entry["decided_by"] = "task_metric"
+        metric_passed = gap <= METRIC_TOLERANCE_POINTS
+        entry["decided_by"] = "agreement_and_task_metric"
         entry["task_metric"] = {"task": labelled.task.name, "file": labelled.path,
                                 "examples": labelled.examples_read,
                                 "score_points": round(points, 6),
                                 "float_score_points": round(float_points, 6),
                                 "gap_points": round(gap, 6),
                                 "tolerance_points": METRIC_TOLERANCE_POINTS,
-                                "metrics": evaluation.metrics, "passed": passed}
-        for check in checks:
-            check["decides"] = False
+                                "metrics": evaluation.metrics, "passed": metric_passed}
         checks.append({"check": "task_metric", **entry["task_metric"]})
-        if not passed:
-            self.failures.append(
-                f"{name}: {labelled.task.name} score {points:.2f} against the float model's "
-                f"{float_points:.2f} on {labelled.examples_read} examples of {labelled.path}, "
-                f"{gap:.2f} points apart (at most {METRIC_TOLERANCE_POINTS} allowed); "
-                f"{described}")
-        return checks, passed
+        if not metric_passed:
+            failed.insert(0, f"{labelled.task.name} score {points:.2f} against the float "
+                          f"model's {float_points:.2f} on {labelled.examples_read} examples of "
+                          f"{labelled.path}, {gap:.2f} points apart (at most "
+                          f"{METRIC_TOLERANCE_POINTS} allowed)")
+        if failed:
+            described = ", ".join(_agreement_text(check) for check in checks
+                                  if check["check"] == "agreement")
+            self.failures.append(f"{name}: " + "; ".join(failed) + f" ({described})")
+        return checks, not failed
 
     def _answer_checks(self, name, produced, references):
         """The text signatures' answers against the Python decoders (`kerasbert.export.answers`,
@@ -638,7 +696,7 @@ class _ArtifactVerifier:
                 output = key.split("::")[-1]
                 short = outputs[key]
                 padded = outputs[f"{prefix}{case.name}::{output}"]
-                if is_sequence_aligned(output, padded, length):
+                if is_token_aligned(self.built.kinds, output, padded, length):
                     padded = padded[:, :base_length]
                     keep = base_mask.reshape(base_mask.shape + (1,) * (short.ndim - 2)) == 1
                     short, padded = np.where(keep, short, 0.0), np.where(keep, padded, 0.0)
@@ -655,6 +713,8 @@ class _ArtifactVerifier:
     def _padding_mask(self, case_name):
         if case_name.startswith("agreement"):
             return self.built.agreement_batches[int(case_name[len("agreement"):])]["padding_mask"]
+        if case_name.startswith("eval"):
+            return self.built.labelled.batches[int(case_name[len("eval"):])]["padding_mask"]
         for case in self.built.cases:
             if case.name == case_name:
                 return case.inputs["padding_mask"]
@@ -678,13 +738,27 @@ def _numpy(outputs):
     return {key: np.asarray(value) for key, value in outputs.items()}
 
 
+def _judged_on(maker, labelled, agreement_batches):
+    """What the report says quantized files were judged on."""
+    if labelled is not None:
+        return {"source": labelled.path, "task": labelled.task.name,
+                "inputs": sum(len(batch["token_ids"]) for batch in labelled.batches),
+                "shape": f"the {labelled.task.name} examples encoded as the task encodes them"}
+    return {"source": maker.sets.source, "inputs": sum(len(batch["token_ids"])
+                                                      for batch in agreement_batches),
+            "shape": maker.judging_shape()}
+
+
 def _agreement_text(check):
-    """`"argmax_agreement 0.9766 on 256 judging texts (6 of 256 flipped, 2 near ties)"`."""
-    text = f"{check['metric']} {check['value']:.4f} on {check['judging_texts']} judging texts"
+    """`"argmax_agreement 0.9766 on 256 judging inputs (6 of 256 flipped, 2 near ties)"`."""
+    text = f"{check['metric']} {check['value']:.4f} on {check['judging_inputs']} judging inputs"
     broken = (f", {check['non_finite']} with NaN or infinite values"
               if check.get("non_finite") else "")
     if check["metric"] == "argmax_agreement":
-        return text + (f" ({check['flips']} of {check['compared']} flipped, "
-                       f"{check['near_tie_flips']} near ties{broken})")
-    return text + (f" (1st percentile {check['percentile_1_cosine']:.4f} over "
+        return text + (f" ({check.get('flips', 0)} of {check['compared']} flipped, "
+                       f"{check.get('near_tie_flips', 0)} near ties{broken})")
+    if check["metric"] == "max_error_over_spread":
+        return text + (f" (largest error {check.get('max_abs_error', float('inf')):.4g} over a "
+                       f"float spread of {check.get('float_spread', 0.0):.4g}{broken})")
+    return text + (f" (1st percentile {check.get('percentile_1_cosine', -1.0):.4f} over "
                    f"{check['compared']} vectors{broken})")

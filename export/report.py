@@ -155,10 +155,10 @@ def _decided_by(entry):
     if "agreement" not in entry:
         worst = max((check.get("max_rel", 0.0) for check in entry["checks"]), default=0.0)
         return f"max relative difference {worst:.2g}"
-    texts = next(iter(entry["agreement"].values()))["judging_texts"]
+    judged = entry["judged_on"]
     agreement = ", ".join(f"{output} {value['metric']} {value['value']:.4f}"
                           for output, value in entry["agreement"].items())
-    agreement += f" on {texts} judging texts"
+    agreement += f" on {judged['inputs']} judging inputs ({judged['shape']})"
     metric = entry.get("task_metric")
     if metric is None:
         return agreement

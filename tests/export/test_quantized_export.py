@@ -84,9 +84,12 @@ def test_the_binary_verifies_every_variant_under_the_strict_rule(exported):
     for name in QUANTIZED:
         entry = report["artifacts"][name]
         assert entry["decided_by"] == "agreement"
+        assert entry["judged_on"]["inputs"] == 256
+        assert entry["judged_on"]["shape"] == "single texts"
         assert sorted(entry["agreement"]) == ["mlm_logits", "nsp_logits"]
         for value in entry["agreement"].values():
-            assert value["metric"] == "argmax_agreement" and value["judging_texts"] == 256
+            assert value["metric"] == "argmax_agreement" and value["judging_inputs"] == 256
+            assert value["kind"] == "example_logits"
             strict = 1 - value["flips"] / value["compared"]
             assert value["value"] == pytest.approx(strict, abs=1e-6)
             assert value["value"] >= AGREEMENT_THRESHOLD

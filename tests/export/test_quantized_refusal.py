@@ -175,7 +175,7 @@ def test_the_near_tie_classifier_is_refused_in_every_variant(refused):
     line = assert_refused(*refused["near_tie"])
     for variant, file_name in VARIANTS.items():
         found = re.search(re.escape(file_name) + r": output 'logits' argmax_agreement ([0-9.]+) "
-                          r"on 256 judging texts \((\d+) of 256 flipped", line)
+                          r"on 256 judging inputs \((\d+) of 256 flipped", line)
         assert found, (variant, line)
         assert float(found.group(1)) < AGREEMENT_THRESHOLD and int(found.group(2)) > 2
 
@@ -195,7 +195,7 @@ def test_the_outlier_encoder_is_refused_in_every_variant(refused):
     line = assert_refused(*refused["outlier_encoder"])
     for variant, file_name in VARIANTS.items():
         found = re.search(re.escape(file_name) + r": output '(?:pooled|sequence)_output' "
-                          r"min_cosine (-?[0-9.]+) on 256 judging texts", line)
+                          r"min_cosine (-?[0-9.]+) on 256 judging inputs", line)
         assert found, (variant, line)
         assert float(found.group(1)) < COSINE_THRESHOLD
 

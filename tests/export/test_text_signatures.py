@@ -102,8 +102,12 @@ def test_text_signatures_equal_hugging_face(family, tmp_path):
     hf_dir = tmp_path / "hf"
     hf_dir.mkdir()
     hf_tokenizer = save_tokenizer(family, hf_dir)
-    positions = MAX_SEQ_LENGTH + (2 if family == "roberta" else 0)
-    config = hf_config(family, vocab_size=len(hf_tokenizer), max_position_embeddings=positions)
+    # The window is below the model's positions, and as wide as its hidden size: a pooled
+    # output [batch, hidden] then has the shape of a sequence output cut to the window, which
+    # the verifier once took for one (and cut, reporting a difference of inf).
+    positions = 2 * MAX_SEQ_LENGTH + (2 if family == "roberta" else 0)
+    config = hf_config(family, vocab_size=len(hf_tokenizer), max_position_embeddings=positions,
+                       hidden_size=MAX_SEQ_LENGTH)
     reference = save_hf_model(f"{family.capitalize()}Model", config, hf_dir)
     formats = ("saved_model", "tflite") if family == "bert" else ("saved_model",)
     report = kerasbert.export.export(hf_dir, tmp_path / "out", formats=formats,
@@ -137,3 +141,24 @@ def test_text_signatures_equal_hugging_face(family, tmp_path):
                            LATIN_TEXTS, "model_text.tflite")
     else:
         assert "model_text.tflite" not in report["artifacts"]
+
+
+@pytest.mark.parametrize("family", ["electra", "distilbert"])
+def test_every_family_s_text_signatures_verify_below_its_positions(family, tmp_path):
+    """The two WordPiece families the test above leaves out: a plain encoder whose hidden size
+    equals the window, exported with text signatures below its positions, verifies (the
+    exporter compares every signature with the Keras model in a fresh process)."""
+    hf_dir = tmp_path / "hf"
+    hf_dir.mkdir()
+    hf_tokenizer = save_tokenizer("bert", hf_dir)
+    config = hf_config(family, vocab_size=len(hf_tokenizer), hidden_size=MAX_SEQ_LENGTH,
+                       max_position_embeddings=2 * MAX_SEQ_LENGTH,
+                       **({"embedding_size": MAX_SEQ_LENGTH} if family == "electra" else {}))
+    save_hf_model(f"{'DistilBert' if family == 'distilbert' else 'Electra'}Model", config, hf_dir)
+    report = kerasbert.export.export(hf_dir, tmp_path / "out", formats=("saved_model",),
+                                     max_seq_length=MAX_SEQ_LENGTH, text_signatures=True)
+    entry = report["artifacts"]["saved_model"]
+    assert entry["verified"]
+    checked = {(check.get("signature"), check.get("output")) for check in entry["checks"]}
+    assert {("serve_text", "sequence_output"), ("serve_text_pair", "sequence_output"),
+            ("serve_examples", "sequence_output")} <= checked
