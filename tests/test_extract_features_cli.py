@@ -122,3 +122,18 @@ def test_errors_are_one_line_and_write_nothing(input_file, tmp_path):
         last = stderr.strip().splitlines()[-1]
         assert last.startswith(PROGRAM) and runs[flags] in last, stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_blank_input_is_an_error_and_writes_nothing(tmp_path):
+    """Nothing to extract is not success: every line blank is one line naming the file, status
+    1, and no output file (as data creation refuses to write zero instances)."""
+    model = model_folder("bert", tmp_path)
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n\t\n", encoding="utf-8")
+    result = run_binary(f"--model={model}", f"--input_file={blank}",
+                        f"--output_file={tmp_path / 'out' / 'features.jsonl'}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == f"{PROGRAM}--input_file {blank}: no text (every line is blank); " \
+                   "nothing to extract"
+    assert not (tmp_path / "out").exists()

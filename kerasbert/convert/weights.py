@@ -69,6 +69,7 @@ def load_initial_weights(model, encoder, path):
 
     from kerasbert import file_system
     from kerasbert.convert.from_hf import from_hf
+    from kerasbert.op_errors import op_error_message
     from kerasbert.training.loop import model_variables
 
     if file_system.isfile(file_system.join(path, "config.json")):
@@ -80,5 +81,9 @@ def load_initial_weights(model, encoder, path):
         for weight in source.weights:
             targets[weight.path].assign(weight)
         return "Encoder"
-    tf.train.Checkpoint(model_variables=model_variables(model)).restore(path).expect_partial()
+    try:
+        tf.train.Checkpoint(model_variables=model_variables(model)).restore(path).expect_partial()
+    except tf.errors.OpError as error:  # TensorFlow's message names no file
+        raise ValueError(f"--init_checkpoint {path}: cannot be read as a checkpoint "
+                         f"({op_error_message(error)})") from None
     return "Model"

@@ -25,10 +25,9 @@ import glob
 import hashlib
 import json
 
-import tensorflow as tf
-
 from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
+from kerasbert.data.tfrecords import count_records
 from kerasbert.json_files import read_json_file
 
 MANIFEST_VERSION = 1
@@ -64,8 +63,7 @@ def shard_entry(path, input_files, compression=None):
     with file_system.open_file(path, "rb") as file:
         for chunk in iter(lambda: file.read(_CHUNK_BYTES), b""):
             digest.update(chunk)
-    records = tf.data.TFRecordDataset(path, compression_type=compression or "")
-    instances = int(records.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
+    instances = count_records(path, compression)
     return {"path": file_system.basename(path), "input_files": list(input_files),
             "instances": instances, "bytes": file_system.getsize(path),
             "sha256": digest.hexdigest()}

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from kerasbert import file_system
 from kerasbert.atomic_files import TemporarySibling
+from kerasbert.op_errors import op_error_message
 
 GOOGLE_FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
                         "masked_lm_weights", "next_sentence_labels")
@@ -178,6 +179,24 @@ def write_tfrecord(path, records, compression=None):
                           "there") from error
         raise
     return path
+
+
+def count_records(path, compression=None):
+    """The number of records in the TFRecord file at `path`; a damaged file is a `ValueError`
+    naming it (TensorFlow's own "corrupted record at 0" names no file).
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.tfrecord")
+    >>> path = write_tfrecord(path, [b"a", b"b"])
+    >>> count_records(path)
+    2
+    """
+    records = tf.data.TFRecordDataset(path, compression_type=compression or "")
+    try:
+        return int(records.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
+    except tf.errors.OpError as error:
+        raise ValueError(f"TFRecord file {path}: cannot be read ({op_error_message(error)})"
+                         ) from None
 
 
 def shard_paths(output_file, num_shards):

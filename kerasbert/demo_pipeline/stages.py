@@ -10,10 +10,9 @@ import dataclasses
 import json
 from typing import Callable
 
-import tensorflow as tf
-
 from kerasbert import file_system
 from kerasbert.data import demo
+from kerasbert.data.tfrecords import count_records
 from kerasbert.json_files import read_json_file
 from kerasbert.demo_pipeline.curves import read_scalars
 
@@ -195,7 +194,7 @@ def _vocabulary_metric(run_dir):
 
 def _data_metric(run_dir):
     files = file_system.glob(file_system.join(run_dir, "data", "train-*"))
-    count = sum(1 for _ in tf.data.TFRecordDataset(files))
+    count = sum(count_records(path) for path in files)
     return f"{count:,} instances in {len(files)} shards", {"instances": count}
 
 

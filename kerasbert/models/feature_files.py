@@ -55,6 +55,11 @@ def extract_feature_file(settings):
         raise FileNotFoundError(f"--input_file {settings.input_file}: no such file")
     if _same_file(settings.output_file, settings.input_file):
         raise ValueError(f"--output_file {settings.output_file} is the --input_file")
+    first = _numbered_texts(settings.input_file)
+    if next(first, None) is None:  # nothing would be written: an error, as data creation's
+        raise ValueError(f"--input_file {settings.input_file}: no text (every line is blank); "
+                         "nothing to extract")
+    first.close()
     model, tokenizer = load_export_model(settings.model)
     try:
         encoder = encoder_of(model)

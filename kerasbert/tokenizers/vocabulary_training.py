@@ -3,6 +3,7 @@
 from kerasbert import file_system
 from kerasbert.tokenizers.byte_pair_training import train_byte_pair
 from kerasbert.tokenizers.sentence_piece_training import train_sentence_piece
+from kerasbert.tokenizers.text_files import check_text_files, iterate_lines
 from kerasbert.tokenizers.wordpiece_training import train_wordpiece
 
 TRAINERS = {
@@ -16,6 +17,10 @@ def train(kind, files, vocab_size, output_dir, progress=None, **options):
     """Train a `kind` vocabulary on `files` into `output_dir`; return the paths written."""
     if kind not in TRAINERS:
         raise ValueError(f"Unknown vocabulary kind {kind!r}; expected one of {sorted(TRAINERS)}")
+    files = check_text_files(files)
+    if next(iterate_lines(files), None) is None:  # a trainer would fail inside its library
+        raise ValueError(f"text files {files}: no text (every line is blank); nothing to train "
+                         "a vocabulary on")
     trainer, outputs = TRAINERS[kind]
     trainer(files, vocab_size, output_dir=output_dir, progress=progress, **options)
     return [file_system.join(output_dir, name) for name in outputs]

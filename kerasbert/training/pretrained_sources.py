@@ -22,6 +22,7 @@ from kerasbert.models.electra import ElectraPretrainer, generator_config
 from kerasbert.models.encoder import build_encoder
 from kerasbert.models.pretraining import PretrainingModel
 from kerasbert.models.tasks import encoder_of
+from kerasbert.op_errors import op_error_message
 from kerasbert.tokenizers import from_hf as tokenizer_from_hf
 from kerasbert.tokenizers.vocabulary_files import load_tokenizer
 from kerasbert.training.loop import model_variables
@@ -148,13 +149,22 @@ def _model_from_pretraining(description, checkpoint):
     encoder = encoder_of(model)
     # The prefix is read as it is: `tf.train.list_variables` first asks whether it names a
     # folder, which `ram://` answers yes for any prefix of stored names (`ckpt-4.index`).
-    stored = set(tf.compat.v1.train.NewCheckpointReader(checkpoint).get_variable_to_shape_map())
+    try:
+        stored = set(tf.compat.v1.train.NewCheckpointReader(
+            checkpoint).get_variable_to_shape_map())
+    except tf.errors.OpError as error:  # TensorFlow's message names no file
+        raise PretrainedSourceError(f"{checkpoint}: cannot be read as a checkpoint "
+                                    f"({op_error_message(error)})") from None
     missing = [weight.path for weight in encoder.weights
                if _checkpoint_key(weight) not in stored]
     if missing:
         raise PretrainedSourceError(f"{checkpoint}: no values for the encoder weights {missing}; "
                                     f"was it written for this model ({PRETRAINED_MODEL_FILE})?")
     # Dropout seed states are numbered per process and do not matter for fine-tuning.
-    tf.train.Checkpoint(model_variables=model_variables(model)).restore(
-        checkpoint).expect_partial()
+    try:
+        tf.train.Checkpoint(model_variables=model_variables(model)).restore(
+            checkpoint).expect_partial()
+    except tf.errors.OpError as error:
+        raise PretrainedSourceError(f"{checkpoint}: cannot be read as a checkpoint "
+                                    f"({op_error_message(error)})") from None
     return model

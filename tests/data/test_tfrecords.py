@@ -379,3 +379,18 @@ def test_damaged_gzip_files_fail_naming_the_file(tmp_path):
         with pytest.raises(tf.errors.InvalidArgumentError, match=f"{damaged_path}.*truncated or corrupt"):
             list(read_pretraining_records(str(damaged_path), SEQ, PREDICTIONS, compression="auto"))
     assert len(read_all(read_pretraining_records(path, SEQ, PREDICTIONS, compression="auto"))["token_ids"]) == 300
+
+
+def test_a_file_that_is_not_a_tfrecord_is_named(tmp_path):
+    """TensorFlow says "corrupted record at 0 (Is this even a TFRecord file?)" and no file;
+    counting a shard (a manifest's entry, the main job's data stage) names it."""
+    from kerasbert.data.manifest import shard_entry
+    from kerasbert.data.tfrecords import count_records
+
+    path = tmp_path / "train-00000-of-00001.tfrecord"
+    path.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(ValueError, match=rf"TFRecord file {path}: cannot be read \(corrupted "
+                                         r"record at 0"):
+        count_records(str(path))
+    with pytest.raises(ValueError, match=f"TFRecord file {path}: cannot be read"):
+        shard_entry(str(path), ["corpus.txt"])

@@ -44,3 +44,17 @@ def test_bad_flags_are_named(tmp_path):
     result = _run(f"--input_files={tmp_path}", "--type=gpt", "--vocab_size=100",
                   f"--output_dir={tmp_path}")
     assert result.returncode != 0 and "--type" in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["wordpiece", "byte_pair", "sentence_piece"])
+def test_a_blank_corpus_is_an_error_and_writes_nothing(tmp_path, kind):
+    """No text is not a vocabulary: one line naming the files (WordPiece's trainer used to
+    stop inside tensorflow-text with a bare StopIteration)."""
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n\n", encoding="utf-8")
+    result = _run(f"--input_files={blank}", f"--type={kind}", "--vocab_size=100",
+                  f"--output_dir={tmp_path / 'vocab'}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (f"kerasbert-vocab: error: text files ['{blank}']: no text "
+                                     "(every line is blank); nothing to train a vocabulary on")
+    assert not (tmp_path / "vocab").exists()
