@@ -129,13 +129,16 @@ def absolute(path):
 
 
 def is_within(path, folder):
-    """Whether `path` names `folder` or something inside it (by the names, `..` resolved).
+    """Whether `path` names `folder` or something inside it: `..` resolved, and on the local
+    file system symbolic links too (a link inside `folder` that points outside is outside).
 
     >>> is_within("ram://out/a/../b", "ram://out"), is_within("/out/../etc/passwd", "/out")
     (True, False)
     """
     path, folder = absolute(path), absolute(folder)
-    if not is_local(path):
+    if is_local(path) and is_local(folder):
+        path, folder = os.path.realpath(local_path(path)), os.path.realpath(local_path(folder))
+    elif not is_local(path):
         path, folder = posixpath.normpath(path), posixpath.normpath(folder)
         path, folder = path.replace(":/", "://", 1), folder.replace(":/", "://", 1)
     return path == folder or path.startswith(folder.rstrip("/") + "/")
@@ -368,6 +371,25 @@ class _RawGFile(io.RawIOBase):
         if not self.closed:
             self._gfile.close()
         super().close()
+
+
+def read_range(path, offset, length):
+    """Up to `length` bytes of the file at `path` from byte `offset`, on any file system.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.bin")
+    >>> open(path, "wb").write(b"0123456789")
+    10
+    >>> read_range(path, 8, 4)
+    b'89'
+    """
+    if is_local(path):
+        with open(local_path(path), "rb") as file:
+            file.seek(offset)
+            return file.read(length)
+    with _python_errors(path), _gfile().GFile(path, "rb") as file:
+        file.seek(offset)
+        return file.read(length)
 
 
 def read_text(path, encoding="utf-8"):

@@ -56,6 +56,18 @@ def test_path_arithmetic_keeps_urls():
     assert file_system.is_within("gs://bucket/run/a/b", "gs://bucket/run")
 
 
+def test_a_link_that_points_outside_is_not_within(tmp_path):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", tmp_path / "folder" / "link")
+    os.symlink(tmp_path / "folder" / "inner", tmp_path / "folder" / "inner_link")
+    assert not file_system.is_within(tmp_path / "folder" / "link" / "x", tmp_path / "folder")
+    assert file_system.is_within(tmp_path / "folder" / "inner_link", tmp_path / "folder")
+    # The folder itself through a link is still the folder.
+    os.symlink(tmp_path / "folder", tmp_path / "alias")
+    assert file_system.is_within(tmp_path / "alias" / "a", tmp_path / "folder")
+
+
 def test_read_write_list_glob_and_stat(remote_folder):
     file_system.makedirs(file_system.join(remote_folder, "a"))
     write(file_system.join(remote_folder, "a", "one.txt"), "first line\nzweite Zeile ü\n")

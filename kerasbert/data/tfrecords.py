@@ -255,8 +255,7 @@ def _file_compression(path, compression_type):
     """The compression type of the file at `path`: "auto" looks at its first two bytes."""
     if compression_type != "auto":
         return compression_type
-    with tf.io.gfile.GFile(path, "rb") as file:
-        return "GZIP" if file.read(2) == _GZIP_MAGIC else ""
+    return "GZIP" if file_system.read_range(path, 0, 2) == _GZIP_MAGIC else ""
 
 
 def _expected_bytes(path, compression_type):
@@ -264,11 +263,8 @@ def _expected_bytes(path, compression_type):
     compare it in: the file's size for plain files; for gzip files the uncompressed size its
     trailer records (RFC 1952 ISIZE), which is kept modulo 2**32."""
     if compression_type != "GZIP":
-        return tf.io.gfile.stat(path).length, _PLAIN_MODULUS
-    with tf.io.gfile.GFile(path, "rb") as file:
-        size = file.size()
-        file.seek(max(size - 4, 0))
-        trailer = file.read(4)
+        return file_system.getsize(path), _PLAIN_MODULUS
+    trailer = file_system.read_range(path, max(file_system.getsize(path) - 4, 0), 4)
     return int.from_bytes(trailer.ljust(4, b"\0"), "little"), 1 << 32
 
 

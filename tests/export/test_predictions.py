@@ -4,6 +4,7 @@ errors. (Real answers from real exports: tests/export/test_predict_binary.py and
 tests/test_demo.py.)"""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -99,6 +100,21 @@ def test_report_paths_outside_the_export_folder_are_refused(tmp_path, runtime, n
     assert message.startswith(f"{export_dir}/export_report.json: field artifacts.{name}.path is "
                               f"{path!r}")
     assert problem in message
+
+
+@pytest.mark.parametrize("runtime, name", [("tflite", "model_text.tflite"),
+                                           ("saved_model", "saved_model")])
+def test_a_link_inside_the_export_folder_that_points_outside_is_refused(tmp_path, runtime, name):
+    """The report names a path inside the folder, but it is a symbolic link to a file or folder
+    outside: confinement compares resolved paths, so it is refused like `../outside`."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "model").mkdir()
+    (tmp_path / "export").mkdir()
+    export_dir = _export_dir(tmp_path / "export", ["neg", "pos"], [name], {name: "linked"})
+    os.symlink(tmp_path / "outside" / "model", tmp_path / "export" / "linked")
+    with pytest.raises(ExportError, match=f"field artifacts.{name}.path is 'linked', which is not "
+                                          "inside the export folder"):
+        predictions.predict(export_dir, [{"text": "a text"}], [runtime])
 
 
 def test_report_paths_inside_the_export_folder_are_used(tmp_path):
