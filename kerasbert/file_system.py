@@ -211,6 +211,14 @@ def glob(pattern):
         return []
 
 
+def modification_time(path):
+    """When the file at `path` was last modified, in seconds since the epoch."""
+    if is_local(path):
+        return os.path.getmtime(local_path(path))
+    with _python_errors(path):
+        return _gfile().stat(path).mtime_nsec / 1e9
+
+
 def getsize(path):
     if is_local(path):
         return os.path.getsize(local_path(path))

@@ -13,6 +13,11 @@ it reports (`FREE_FLAGS`): the strategy and devices, XLA, the checkpoint interva
 logged loop, `--max_recoveries`, the tf.data service address, and, for fine-tuning, the mode and
 the test files (predicted once, at the end). Those may change between restarts.
 
+The record also holds a fingerprint of every input file the path flags name
+(`kerasbert.training.input_fingerprints`: size, modification time, a hash of the first and last
+megabyte): a rerun whose inputs changed (the same `--train_file` path with other content, a
+glob that now matches another file) is a `RunRecordError` naming the file.
+
 `--overwrite` starts over: it removes what the binary itself writes into the directory (the
 record, checkpoints, TensorBoard folders, the binary's result files: `outputs`), nothing else,
 and records the new values.
@@ -27,6 +32,7 @@ from typing import Callable
 
 from kerasbert import file_system
 from kerasbert.atomic_files import write_atomically
+from kerasbert.training import input_fingerprints
 
 RUN_RECORD_FILE = "kerasbert_run.json"
 
@@ -152,6 +158,34 @@ class RunRecord:
                 f"{self.model_dir} holds a run started with other values ({self.path}): "
                 f"{'; '.join(differences)}; rerun with the recorded values, give another "
                 "--model_dir, or add --overwrite to start over")
+        self._check_inputs_unchanged(recorded.get("inputs"))
+
+    def _input_paths(self):
+        """The path flags whose files the run reads: `{flag: value}`."""
+        return {name: value for name, value in self.flags.items()
+                if name in PATH_FLAGS and value is not None}
+
+    def _check_inputs_unchanged(self, recorded):
+        """Raise `RunRecordError` naming the first input file that differs from its recorded
+        fingerprint, or that a path flag names now and did not then."""
+        if recorded is None:  # a record written before inputs were fingerprinted
+            return
+        problems = []
+        for path, fingerprint in sorted(recorded.items()):
+            reason = input_fingerprints.changed(fingerprint, path)
+            if reason:
+                problems.append(f"{path}: {reason}")
+        named = {path for value in self._input_paths().values()
+                 for path in input_fingerprints.input_files(value)}
+        problems += [f"{path}: it is an input now and was not when the run started"
+                     for path in sorted(named - set(recorded))]
+        if problems:
+            raise RunRecordError(
+                f"{self.model_dir} holds a run whose input files have changed since it started "
+                f"({self.path}): {'; '.join(problems[:3])}"
+                f"{f' (and {len(problems) - 3} more)' if len(problems) > 3 else ''}; rerun "
+                "with the files it started with, give another --model_dir, or add --overwrite "
+                "to start over")
 
     def start(self, model=None, log=print):
         """Before the first write into the directory: check again with `model` (the model's
@@ -172,9 +206,10 @@ class RunRecord:
                 log(f"--overwrite: removed the earlier run from {self.model_dir} ("
                     f"{', '.join(_relative(path, self.model_dir) for path in removed)})")
         if self.overwrite or self._read() is None:
+            inputs = input_fingerprints.fingerprints(self._input_paths())
             write_atomically(self.path, json.dumps(
-                {"program": self.program, "flags": self.flags, "model": model},
-                indent=1, sort_keys=True) + "\n")
+                {"program": self.program, "flags": self.flags, "model": model,
+                 "inputs": inputs}, indent=1, sort_keys=True) + "\n")
         self._started = True
         return removed
 

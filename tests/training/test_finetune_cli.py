@@ -221,6 +221,30 @@ def test_a_rerun_with_other_values_is_refused_changing_nothing(trained, pretrain
             if (trained / name).is_file()} == before
 
 
+def test_a_rerun_on_a_replaced_train_file_is_refused_naming_it(trained,
+                                                              pretrained_tiny_bert_file):
+    """The same flags, but the training file at the same path holds other examples: the run
+    record's fingerprint of it differs, and the rerun stops before it writes anything."""
+    workspace = trained.parent
+    train_file = next((workspace / "data").glob("*train*"))
+    original = train_file.read_bytes()
+    before = {name: (trained / name).read_bytes() for name in os.listdir(trained)
+              if (trained / name).is_file()}
+    try:
+        with gzip.open(train_file, "wt", encoding="utf-8") as file:
+            file.write("label\ttext\n" + "\n".join(labelled_rows("train")[::-1]) + "\n")
+        result = run(main_run_command(workspace, trained, pretrained_tiny_bert_file),
+                     check=False)
+    finally:
+        train_file.write_bytes(original)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("kerasbert-finetune: error: ") and "--overwrite" in line
+    assert f"{train_file}: its " in line  # its size or its content differs
+    assert {name: (trained / name).read_bytes() for name in os.listdir(trained)
+            if (trained / name).is_file()} == before
+
+
 def checkpoint_values(prefix):
     """{name: array} of every numeric tensor of the checkpoint `prefix`."""
     reader = tf.train.load_checkpoint(str(prefix))

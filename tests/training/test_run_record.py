@@ -178,3 +178,74 @@ def test_overwrite_refuses_to_remove_an_input_of_the_run(tmp_path):
                                              "the earlier run that --overwrite removes"):
         record.check()
     assert (tmp_path / "run" / "ckpt-5.index").exists()
+
+
+def test_an_input_file_replaced_at_the_same_path_is_refused(tmp_path, monkeypatch):
+    """The flags are equal, the data is not: the record's fingerprints name the file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("the first corpus\n")
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n")
+    _started(tmp_path / "run", "--text_files=a.txt", "--vocab_file=vocab.txt")
+    recorded = json.loads((tmp_path / "run" / RUN_RECORD_FILE).read_text())
+    assert sorted(recorded["inputs"]) == [str(tmp_path / "a.txt"), str(tmp_path / "vocab.txt")]
+    # Written again with the same bytes (a new modification time): the same input.
+    (tmp_path / "a.txt").write_text("the first corpus\n")
+    _record(tmp_path / "run", "--text_files=a.txt", "--vocab_file=vocab.txt").check()
+    (tmp_path / "a.txt").write_text("the other corpus\n")  # same size, other content
+    before = _snapshot(tmp_path / "run")
+    with pytest.raises(RunRecordError) as raised:
+        _record(tmp_path / "run", "--text_files=a.txt", "--vocab_file=vocab.txt").check()
+    assert f"{tmp_path / 'a.txt'}: its content differs" in str(raised.value)
+    assert "--overwrite" in str(raised.value) and "\n" not in str(raised.value)
+    (tmp_path / "a.txt").write_text("a longer other corpus\n")
+    with pytest.raises(RunRecordError, match="its size was 17 bytes and is 22"):
+        _record(tmp_path / "run", "--text_files=a.txt", "--vocab_file=vocab.txt").check()
+    os.remove(tmp_path / "vocab.txt")
+    with pytest.raises(RunRecordError, match="vocab.txt: it is no longer there"):
+        _record(tmp_path / "run", "--text_files=a.txt", "--vocab_file=vocab.txt").check()
+    assert _snapshot(tmp_path / "run") == before
+    # --overwrite starts over and records the new files.
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    _started(tmp_path / "run", "--text_files=a.txt", "--vocab_file=vocab.txt", "--overwrite")
+    _record(tmp_path / "run", "--text_files=a.txt", "--vocab_file=vocab.txt").check()
+
+
+def test_a_glob_that_matches_another_file_and_a_large_file_touched_in_the_middle(tmp_path):
+    from kerasbert.training import input_fingerprints
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "train-0.txt").write_text("one\n")
+    large = shards / "train-1.txt"
+    large.write_bytes(b"x" * (3 * input_fingerprints.ENDS_BYTES))
+    _started(tmp_path / "run", f"--text_files={shards}/train-*.txt")
+    with open(large, "r+b") as file:  # the middle, which the hash does not read
+        file.seek(input_fingerprints.ENDS_BYTES + 10)
+        file.write(b"y")
+    os.utime(large, (1e9, 1e9))
+    with pytest.raises(RunRecordError, match="train-1.txt: it was modified since"):
+        _record(tmp_path / "run", f"--text_files={shards}/train-*.txt").check()
+    _started(tmp_path / "run", f"--text_files={shards}/train-*.txt", "--overwrite")
+    (shards / "train-2.txt").write_text("two\n")
+    with pytest.raises(RunRecordError, match="train-2.txt: it is an input now and was not"):
+        _record(tmp_path / "run", f"--text_files={shards}/train-*.txt").check()
+
+
+def test_a_damaged_checkpoint_is_named(tmp_path):
+    """A pretraining directory whose latest checkpoint is not one: TensorFlow says only "file
+    is too short to be an sstable"; fine-tuning's reader names the checkpoint."""
+    import kerasbert
+    from kerasbert.training.pretrained_sources import (PRETRAINED_MODEL_FILE,
+                                                       PretrainedSourceError,
+                                                       pretraining_description,
+                                                       pretraining_run_model)
+
+    config = kerasbert.zoo.get_config("bert_tiny_uncased").replace(num_layers=1)
+    (tmp_path / PRETRAINED_MODEL_FILE).write_text(json.dumps(pretraining_description(
+        config, ["mlm"])))
+    (tmp_path / "ckpt-3.index").write_bytes(b"garbage")
+    (tmp_path / "ckpt-3.data-00000-of-00001").write_bytes(b"x")
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "ckpt-3"\n')
+    with pytest.raises(PretrainedSourceError, match=f"{tmp_path / 'ckpt-3'}: cannot be read as "
+                                                    "a checkpoint .*too short"):
+        pretraining_run_model(str(tmp_path))
