@@ -193,3 +193,19 @@ def test_entity_checks_fail_when_an_entity_differs(ner):
     rescored = [[dict(entity) for entity in entities] for entities in expected]
     rescored[2][0]["score"] *= 0.5
     assert failing(rescored) == {"score"}
+
+
+# CJK text: each ideograph is its own word (and, in this vocabulary, an unknown token), kana runs
+# are words of their own, and Latin and CJK mix in one text.
+CJK_TEXTS = ["東京の山田太郎は北京で李明に会った。", "Marie Curie は Paris と 華沙 で働いた。",
+             "中文字符 and 日本語のテキスト, Zürich 東京."]
+
+
+def test_serve_entities_equals_the_pipeline_on_cjk_text(ner):
+    expected = pipeline_entities(ner["pipeline"], CJK_TEXTS)
+    produced = unpadded(run(ner["function"], CJK_TEXTS))
+    found = [entity for entities in expected for entity in entities]
+    assert any(any(ord(character) > 0x2E80 for character in entity[3]) for entity in found), found
+    for index, text in enumerate(CJK_TEXTS):
+        assert_entities_equal(produced[index], expected[index], TOLERANCE, text)
+        assert all(word == text[start:end] for _, start, end, word, _ in produced[index])

@@ -11,13 +11,14 @@ import tensorflow as tf
 import torch
 
 import kerasbert
+from kerasbert.data import demo
 from kerasbert.data.squad import SquadExample
 from kerasbert.data.squad_features import squad_windows
 from kerasbert.export.answer_settings import AnswerSettings
 from kerasbert.export.question_answers import (question_answer_checks, question_answer_names,
                                                question_function, reference_question_answers)
 from tests.export.test_text_signatures import save_tokenizer
-from tests.helpers import hf_config, save_hf_model
+from tests.helpers import hf_config, model_garden_squad_lib, save_hf_model
 
 pytestmark = pytest.mark.slow
 
@@ -248,3 +249,131 @@ def test_an_exported_finetune_folder_answers_with_its_recorded_settings(bert_qa,
     assert [answer["answer"].encode() for answer in answers] == expected["answer"].tolist()
     assert [answer["has_answer"] for answer in answers] == expected["has_answer"].tolist()
     assert [answer["start"] for answer in answers] == expected["start"].tolist()
+
+
+# Contexts users meet: several doc-stride windows each at 48 tokens, accented Latin and CJK text
+# (each CJK character its own token), and answers that can sit in any window.
+HARD_CONTEXTS = [
+    "Crème brûlée, señor! Über façade; déjà vu. Zoë's café in Zürich served crêpes to a naïve "
+    "maître d'hôtel, à la française. " * 4,
+    "東京は日本の首都です。北京は中国の首都です。京都は古い都です。Tokyo, 東京, is large. " * 4,
+    "The quick brown fox jumps over the lazy dog near the river bank. " * 6,
+    " ".join(f"Item {index} costs {index * 3} euros in the shop." for index in range(14)),
+]
+HARD_QUESTIONS = ["Who said it was not bad?", "What is the capital of Japan?",
+                  "What does the fox jump over?", "How much does item seven cost?"]
+# Windows of 48 tokens every 16, and the decoder's defaults: n-best 20, answers of 30 tokens.
+HARD_SETTINGS = AnswerSettings(max_seq_length=MAX_SEQ_LENGTH, doc_stride=16,
+                               max_query_length=16)
+
+
+def model_garden_answers(hf_model, vocabulary, folder, questions, contexts, settings):
+    """Model Garden's SQuAD pipeline end to end, with no kerasbert code: its windows
+    (`convert_examples_to_features` with its `FullTokenizer` over the model's `vocabulary`),
+    the
+    transformers model's logits on them, and its `postprocess_output` (Google's `run_squad.py`
+    decoding): `(texts, null_odds)` by question index."""
+    import collections
+    import json
+
+    squad_lib, tokenization = model_garden_squad_lib()
+    path = folder / "questions.json"
+    path.write_text(json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": [
+        {"context": context, "qas": [{"id": str(index), "question": question, "answers": [],
+                                      "is_impossible": False}]}
+        for index, (question, context) in enumerate(zip(questions, contexts))]}]}),
+        encoding="utf-8")
+    version_2 = settings.version_2_with_negative
+    examples = squad_lib.read_squad_examples(str(path), is_training=False,
+                                             version_2_with_negative=version_2)
+    features = []
+    squad_lib.convert_examples_to_features(
+        examples, tokenization.FullTokenizer(str(vocabulary), do_lower_case=True),
+        max_seq_length=settings.max_seq_length, doc_stride=settings.doc_stride,
+        max_query_length=settings.max_query_length, is_training=False,
+        output_fn=lambda feature, is_padding: is_padding or features.append(feature),
+        batch_size=1)
+    with torch.no_grad():
+        outputs = hf_model(input_ids=torch.tensor([f.input_ids for f in features]),
+                           attention_mask=torch.tensor([f.input_mask for f in features]),
+                           token_type_ids=torch.tensor([f.segment_ids for f in features]))
+    result = collections.namedtuple("RawResult", ["unique_id", "start_logits", "end_logits"])
+    results = [result(feature.unique_id, start.tolist(), end.tolist()) for feature, start, end
+               in zip(features, outputs.start_logits.numpy(), outputs.end_logits.numpy())]
+    texts, _, null_odds = squad_lib.postprocess_output(
+        examples, features, results, n_best_size=settings.n_best_size,
+        max_answer_length=settings.max_answer_length, do_lower_case=True,
+        version_2_with_negative=version_2,
+        null_score_diff_threshold=settings.null_score_diff_threshold)
+    return texts, null_odds, collections.Counter(f.example_index for f in features)
+
+
+@pytest.fixture(scope="module")
+def cjk_bert_qa(tmp_path_factory):
+    """A random `BertForQuestionAnswering` whose WordPiece vocabulary (the shipped one) also
+    holds the CJK characters of `HARD_CONTEXTS`: with them unknown, Google's decoding
+    (`get_final_text`) cannot find "[UNK]" in the context and answers the whole whitespace
+    tokens around the span, where the signature answers the span's own characters."""
+    import transformers
+
+    root = tmp_path_factory.mktemp("cjk_questions")
+    vocabulary = (root / "vocab.txt")
+    words = open(f"{demo.vocabulary_dir('wordpiece')}/vocab.txt", encoding="utf-8").read()
+    known = set(words.split("\n"))
+    characters = sorted({character for text in HARD_CONTEXTS for character in text
+                         if ord(character) > 0x2E80 and character not in known})
+    vocabulary.write_text(words.rstrip("\n") + "\n" + "\n".join(characters) + "\n",
+                          encoding="utf-8")
+    hf_tokenizer = transformers.BertTokenizerFast(str(vocabulary), do_lower_case=True)
+    hf_tokenizer.save_pretrained(root)
+    model = save_hf_model("BertForQuestionAnswering", hf_config(
+        "bert", vocab_size=len(hf_tokenizer), max_position_embeddings=MAX_SEQ_LENGTH), root)
+    return (model, kerasbert.convert.from_hf(root), kerasbert.tokenizers.from_hf(root),
+            vocabulary)
+
+
+@pytest.mark.parametrize("version_2, threshold_rule", [(False, None), (True, "zero"),
+                                                       (True, "between"), (True, "below")])
+def test_hard_inputs_answer_as_model_garden_s_squad_pipeline(cjk_bert_qa, tmp_path, version_2,
+                                                             threshold_rule):
+    """`serve_question` on several windows, the default n-best, SQuAD v2.0's no-answer rule
+    (its threshold at 0, between the questions' null odds, below all of them), and accented and
+    CJK text answers what Model Garden's windows, transformers' logits and Model Garden's
+    decoding answer."""
+    hf_model, model, tokenizer, vocabulary = cjk_bert_qa
+    settings = HARD_SETTINGS.replace(version_2_with_negative=version_2)
+    if threshold_rule in ("between", "below"):
+        _, odds, _ = model_garden_answers(hf_model, vocabulary, tmp_path, HARD_QUESTIONS,
+                                          HARD_CONTEXTS, settings)
+        odds = sorted(odds.values())
+        settings = settings.replace(null_score_diff_threshold=float(
+            (odds[1] + odds[2]) / 2 if threshold_rule == "between" else odds[0] - 1.0))
+    produced = run(question_function(model, tokenizer, settings), HARD_QUESTIONS, HARD_CONTEXTS)
+    texts, null_odds, windows = model_garden_answers(hf_model, vocabulary, tmp_path,
+                                                     HARD_QUESTIONS, HARD_CONTEXTS, settings)
+    assert min(windows.values()) >= 3, windows  # every context needs several windows
+    answers = [answer.decode("utf-8") for answer in produced["answer"]]
+    widened = []
+    for index, (context, answer, start, end) in enumerate(zip(
+            HARD_CONTEXTS, answers, produced["start"], produced["end"])):
+        assert context[start:end] == answer
+        theirs = texts[str(index)]
+        if answer == theirs:
+            continue
+        # Google's `get_final_text` cannot align a CJK span (its BasicTokenizer spaces out
+        # ideographs but not kana, so the pieces differ) and answers the whole whitespace
+        # tokens around it: the same span, widened to whitespace.
+        first = max(context.rfind(" ", 0, start), context.rfind("\n", 0, start)) + 1
+        last = min([position for position in (context.find(" ", end), len(context))
+                    if position >= 0])
+        assert theirs == context[first:last], (index, answer, theirs)
+        widened.append(index)
+    assert set(widened) <= {1}, widened  # only the CJK context
+    if version_2:
+        assert produced["has_answer"].tolist() == [bool(texts[str(index)]) for index in
+                                                   range(len(HARD_QUESTIONS))]
+        expected_answers = {"zero": None, "between": 2, "below": 0}[threshold_rule]
+        if expected_answers is not None:
+            assert sum(produced["has_answer"]) == expected_answers, null_odds
+    if threshold_rule != "below":  # answers in accented and CJK text were compared
+        assert any(ord(character) > 127 for answer in answers for character in answer), answers
