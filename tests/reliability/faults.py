@@ -375,3 +375,35 @@ def same_values(first, second):
 
     return first.keys() == second.keys() and all(
         np.array_equal(first[name], second[name]) for name in first)
+
+
+def finetune_command(root, rows, num_layers, *flags):
+    """A `command(model_dir)` for `kerasbert-finetune` on the first `rows` (`{"train": n,
+    "dev": m}`) shipped gloss examples, from a random tiny encoder of `num_layers` saved under
+    `root`, with the shared vocabulary, sequences of 32, batches of 8 and `flags`."""
+    import gzip
+
+    import kerasbert
+    from kerasbert.data import demo
+
+    vocab = os.path.join(demo.vocabulary_dir("wordpiece"), "vocab.txt")
+    files = {}
+    for split, count in rows.items():
+        with gzip.open(demo.classification_files()[split], "rt", encoding="utf-8") as file:
+            lines = file.read().splitlines()[:count + 1]
+        files[split] = root / f"{split}.tsv"
+        files[split].write_text("\n".join(lines) + "\n")
+    with open(vocab, encoding="utf-8") as file:
+        vocab_size = len(file.readlines())
+    encoder = kerasbert.zoo.build("bert_tiny_uncased", vocab_size=vocab_size,
+                                  num_layers=num_layers, hidden_size=32, num_heads=2,
+                                  intermediate_size=64, max_positions=64)
+    encoder.save(root / "encoder.keras")
+
+    def command(model_dir):
+        return binary("finetune", "--task=wordnet_gloss", f"--train_file={files['train']}",
+                      f"--dev_file={files['dev']}", f"--init_from={root / 'encoder.keras'}",
+                      f"--vocab_file={vocab}", f"--model_dir={model_dir}", "--max_seq_length=32",
+                      "--train_batch_size=8", "--eval_batch_size=32", *flags)
+
+    return command

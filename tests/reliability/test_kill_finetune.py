@@ -6,7 +6,6 @@ dropout seed states), the weights of the saved best model, and the results and d
 byte for byte (each pass over the training set has an order made from the seed and the pass
 alone, `kerasbert.data.passes`, so a restored data iterator goes on as an uninterrupted one)."""
 
-import gzip
 import json
 import os
 import zipfile
@@ -16,15 +15,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import kerasbert
-from kerasbert.data import demo
-from tests.reliability.faults import (KillChain, appears, binary, chain_figures, checked_run,
-                                      checkpoint_values, kill_points, same_values)
+from tests.reliability.faults import (KillChain, appears, chain_figures, checked_run,
+                                      checkpoint_values, finetune_command, kill_points,
+                                      same_values)
 
 pytestmark = pytest.mark.slow
 
 FAULT = "kill -9 during fine-tuning (kerasbert-finetune)"
-VOCAB = os.path.join(demo.vocabulary_dir("wordpiece"), "vocab.txt")
 ROWS = {"train": 64, "dev": 32}
 # 64 examples in batches of 8 for 2 epochs: 16 steps, a checkpoint every 2.
 INTERVAL, STEPS = 2, 16
@@ -50,23 +47,8 @@ def _finished_files_intact(model_dir):
 @pytest.fixture(scope="module")
 def outcome(tmp_path_factory, figures):
     root = tmp_path_factory.mktemp("kill_finetune")
-    files = {}
-    for split, rows in ROWS.items():
-        with gzip.open(demo.classification_files()[split], "rt", encoding="utf-8") as file:
-            lines = file.read().splitlines()[:rows + 1]
-        files[split] = root / f"{split}.tsv"
-        files[split].write_text("\n".join(lines) + "\n")
-    encoder = kerasbert.zoo.build("bert_tiny_uncased", vocab_size=len(open(VOCAB).readlines()),
-                                  num_layers=2, hidden_size=32, num_heads=2,
-                                  intermediate_size=64, max_positions=64)
-    encoder.save(root / "encoder.keras")
-
-    def command(model_dir):
-        return binary("finetune", "--task=wordnet_gloss", f"--train_file={files['train']}",
-                      f"--dev_file={files['dev']}", f"--init_from={root / 'encoder.keras'}",
-                      f"--vocab_file={VOCAB}", f"--model_dir={model_dir}", "--max_seq_length=32",
-                      "--train_batch_size=8", "--eval_batch_size=32", "--num_train_epochs=2",
-                      "--learning_rate=2e-3", f"--checkpoint_interval={INTERVAL}")
+    command = finetune_command(root, ROWS, 2, "--num_train_epochs=2", "--learning_rate=2e-3",
+                               f"--checkpoint_interval={INTERVAL}")
 
     steps = range(INTERVAL, STEPS + 1, INTERVAL)
     reference = checked_run(
