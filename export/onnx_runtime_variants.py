@@ -10,7 +10,8 @@ the float32 tolerance, and otherwise keeps the unfused file and says why in the 
 transformer layers' dense layers and the embedding tables, activations quantized on the fly;
 the products of two activations (attention scores, attention-weighted values) stay float32, as
 in `model_dynamic_int8.tflite`, and so do the layers after the encoder stack (pooler and
-heads), as the full-integer TFLite file keeps them: rounding a 45-label classifier's head cost
+heads, but not a tied MLM decoder: it is the embedding table), as the full-integer TFLite file
+keeps them: rounding a 45-label classifier's head cost
 the main job's ONNX file 2.8% of its dev predictions (docs/export.md). The exporter judges it
 by the strict quantized rule of `kerasbert.export.compare`.
 """
@@ -84,7 +85,9 @@ def quantize_dynamic_int8(path, output_path):
 
 def head_nodes(proto):
     """The names of the matrix products of ONNX model `proto` outside the transformer layers and
-    the embeddings: the pooler's and the heads', which `quantize_dynamic_int8` keeps float.
+    the embeddings: the pooler's and the heads', which `quantize_dynamic_int8` keeps float. A
+    tied MLM decoder is not one of them: its weight is the token embedding table (a transposed
+    copy, one column per vocabulary entry), quantized per channel like the table itself.
 
     >>> import kerasbert
     >>> from kerasbert.export.onnx_model import convert_to_onnx
@@ -92,9 +95,16 @@ def head_nodes(proto):
     >>> model = kerasbert.models.build_task_model(encoder, "sequence_classification")
     >>> [name.split("/")[1] for name in head_nodes(convert_to_onnx(model))]
     ['pooler_1', 'classifier_1']
+    >>> pretraining = kerasbert.models.PretrainingModel(encoder, ["mlm", "nsp"])
+    >>> ["/".join(name.split("/")[1:3]) for name in head_nodes(convert_to_onnx(pretraining))]
+    ['mlm_head_1/dense_1', 'pooler_1/dense_1', 'nsp_head_1/MatMul']
     """
+    shapes = {tensor.name: tuple(tensor.dims) for tensor in proto.graph.initializer}
+    vocabulary = {shapes.get(node.input[0], (None,))[0] for node in proto.graph.node
+                  if node.op_type == "Gather" and "token_embedding" in node.name}
     return [node.name for node in proto.graph.node if node.op_type in ("MatMul", "Gemm")
-            and "transformer_layer_" not in node.name and "embedding" not in node.name]
+            and "transformer_layer_" not in node.name and "embedding" not in node.name
+            and shapes.get(node.input[1], (None,))[-1] not in vocabulary - {None}]
 
 
 @contextlib.contextmanager

@@ -95,14 +95,16 @@ def _run(case, tmp_path):
 
 
 # Beyond a missing input. binary: (its arguments, exit status, the line it must print); "{op_error}"
-# stands for the first message line of the TensorFlow error a missing checkpoint raises, "{dir}"
+# stands for the first message line of the TensorFlow error a missing checkpoint raises (which
+# the binary names with its flag and path), "{dir}"
 # for a folder the case's setup made (`_prepare`).
 ONE_LINE_CASES = {
     "error inside TensorFlow (kerasbert-pretrain --init_checkpoint)": (
         "kerasbert-pretrain", ["--model=bert_tiny_uncased", "--input_files={file}",
                                "--train_steps=1", "--init_checkpoint={missing}/ckpt-1",
                                "--model_dir={out}"],
-        1, "kerasbert-pretrain: error: {op_error}"),
+        1, "kerasbert-pretrain: error: --init_checkpoint {missing}/ckpt-1: cannot be read as a "
+           "checkpoint ({op_error})"),
     "flag out of bounds (kerasbert-finetune --num_train_epochs=0)": (
         "kerasbert-finetune", ["--task=sst2", "--model_dir={out}", "--num_train_epochs=0"],
         1, "kerasbert-finetune: error: flag --num_train_epochs=0.0: --num_train_epochs must be "
