@@ -55,6 +55,7 @@ import kerasbert  # noqa: E402
 from kerasbert.data import demo  # noqa: E402
 from kerasbert.export import tflite  # noqa: E402
 from kerasbert.export.compare import agreement  # noqa: E402
+from kerasbert.export.output_kinds import output_kinds  # noqa: E402
 from kerasbert.export.signatures import serving_function  # noqa: E402
 from kerasbert.models.tasks import encoder_of  # noqa: E402
 
@@ -119,13 +120,14 @@ def measure(name, model, tokenizer, args, rows):
     calibration = calibration_inputs(tokenizer, args.calibration_texts, positions)
     expected = {kind: {key: np.asarray(value) for key, value in serve(inputs).items()}
                 for kind, inputs in sets.items()}
+    kinds = output_kinds(model)
     for variant in VARIANTS:
         flatbuffer = tflite.convert_to_tflite(serve, model, variant,
                                               calibration if variant == "int8" else None)
         for kind, inputs in sets.items():
             produced = run(flatbuffer, inputs)
             for output in sorted(produced):
-                result = agreement(output, expected[kind][output], produced[output],
+                result = agreement(kinds[output], expected[kind][output], produced[output],
                                    inputs["padding_mask"])
                 rows.setdefault((name, kind, output), {})[variant] = describe(result)
                 print(f"  {name} {variant} {kind} {output}: {describe(result)}", file=sys.stderr,
@@ -139,6 +141,7 @@ def ablation(model, tokenizer, args):
     sets = judging_sets(tokenizer, args.texts, True)
     expected = {kind: {key: np.asarray(value) for key, value in serve(inputs).items()}
                 for kind, inputs in sets.items()}
+    kinds = output_kinds(model)
     calibrated = tflite._calibrated(tflite._converter(serve, model),
                                     calibration_inputs(tokenizer, args.calibration_texts, True))
     kept_float = tflite._float_nodes(calibrated)
@@ -169,7 +172,7 @@ def ablation(model, tokenizer, args):
         for kind, inputs in sets.items():
             produced = run(flatbuffer, inputs)
             for output in ("mlm_logits", "nsp_logits"):
-                result = agreement(output, expected[kind][output], produced[output],
+                result = agreement(kinds[output], expected[kind][output], produced[output],
                                    inputs["padding_mask"])
                 cells.append(f"{result['flips']}/{result['compared']}")
         rows.append([group, str(len(quantized)), *cells])
