@@ -209,7 +209,7 @@ def _check_quantized_judging(model, tokenizer):
 
 
 def _check_labelled_judging_inputs(labelled):
-    count = sum(len(batch["token_ids"]) for batch in labelled.batches)
+    count = _input_count(labelled.batches)
     if count < MIN_JUDGING_INPUTS:
         raise ExportError(f"--eval_file {labelled.path}: {count} inputs of {labelled.task.name} "
                           f"(from {labelled.examples_read} examples); quantized variants are "
@@ -738,14 +738,18 @@ def _numpy(outputs):
     return {key: np.asarray(value) for key, value in outputs.items()}
 
 
+def _input_count(batches):
+    """The number of inputs (rows) in `batches` of model inputs."""
+    return sum(len(batch["token_ids"]) for batch in batches)
+
+
 def _judged_on(maker, labelled, agreement_batches):
     """What the report says quantized files were judged on."""
     if labelled is not None:
         return {"source": labelled.path, "task": labelled.task.name,
-                "inputs": sum(len(batch["token_ids"]) for batch in labelled.batches),
+                "inputs": _input_count(labelled.batches),
                 "shape": f"the {labelled.task.name} examples encoded as the task encodes them"}
-    return {"source": maker.sets.source, "inputs": sum(len(batch["token_ids"])
-                                                      for batch in agreement_batches),
+    return {"source": maker.sets.source, "inputs": _input_count(agreement_batches),
             "shape": maker.judging_shape()}
 
 
