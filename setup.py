@@ -55,6 +55,7 @@ setup(
             "torch==2.13.0",
             "transformers>=5.0,<6",
             "tokenizers>=0.22,<1",
+            "sentence-transformers>=6.2,<7",  # the reference for text embeddings (issue 40)
             # tests/gcs_emulator.py: a local Google Cloud Storage for TensorFlow's gs:// client
             "gcp-storage-emulator>=2026.7.19,<2027",
         ],

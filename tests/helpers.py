@@ -94,6 +94,49 @@ def save_hf_model(model_class_name, config, directory, seed=0, max_shard_size="5
     return model
 
 
+# family -> (transformers class, the shipped vocabulary its tokenizer uses)
+SENTENCE_TRANSFORMERS_FAMILIES = {
+    "bert": ("BertModel", "wordpiece"), "roberta": ("RobertaModel", "byte_pair"),
+    "albert": ("AlbertModel", "sentence_piece"), "electra": ("ElectraModel", "wordpiece"),
+    "distilbert": ("DistilBertModel", "wordpiece")}
+
+
+def save_sentence_transformers_model(directory, family, pooling="mean", dense=(), normalize=False,
+                                     max_seq_length=24):
+    """A random tiny `family` encoder with the shipped tokenizer of its kind, as a
+    sentence-transformers folder with `pooling`, Dense layers `(units, torch activation)` and
+    Normalize; returns the folder and sentence-transformers' model loaded from it."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer import modules
+
+    from kerasbert.convert.hf_tokenizer_files import tokenizer_files
+    from kerasbert.tokenizers import from_hf as tokenizer_from_hf
+
+    model_class, tokenizer_kind = SENTENCE_TRANSFORMERS_FAMILIES[family]
+    tokenizer = tokenizer_from_hf(kerasbert.data.demo.vocabulary_dir(tokenizer_kind))
+    config = hf_config(family, vocab_size=tokenizer.vocabulary_size())
+    transformer_dir = directory / "transformer"
+    save_hf_model(model_class, config, transformer_dir)
+    for name, content in tokenizer_files(tokenizer, model_max_length=64).items():
+        mode = "wb" if isinstance(content, bytes) else "w"
+        with open(transformer_dir / name, mode) as file:
+            file.write(content)
+    hidden = config.hidden_size if family != "distilbert" else config.dim
+    stack = [modules.Transformer(str(transformer_dir), max_seq_length=max_seq_length),
+             modules.Pooling(hidden, pooling_mode=pooling)]
+    torch.manual_seed(1)
+    width = stack[-1].get_embedding_dimension()
+    for units, activation in dense:
+        stack.append(modules.Dense(width, units, activation_function=activation))
+        width = units
+    if normalize:
+        stack.append(modules.Normalize())
+    folder = directory / "sentence_transformers"
+    SentenceTransformer(modules=stack, device="cpu").save(str(folder))
+    return folder, SentenceTransformer(str(folder), device="cpu")
+
+
 def hf_outputs(model, inputs):
     """Run a `transformers` encoder on kerasbert-style numpy inputs."""
     return run_hf_model(model, inputs, output_hidden_states=True)

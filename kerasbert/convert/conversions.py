@@ -1,8 +1,9 @@
 """Convert a model between the formats kerasbert reads and writes: what `kerasbert-convert` does.
 
 Sources: an original Google TF1 checkpoint prefix (`from_google`), a Hugging Face folder
-(`from_hf`), a keras-hub preset folder (`from_keras_hub`) or a kerasbert `.keras` file.
-Targets: a Hugging Face folder (`to_hf`) or a `.keras` file.
+(`from_hf`; a sentence-transformers folder too), a keras-hub preset folder (`from_keras_hub`) or a kerasbert `.keras` file.
+Targets: a Hugging Face folder (`to_hf`; a sentence-transformers folder for an embedding model)
+or a `.keras` file.
 """
 
 import keras
@@ -15,6 +16,8 @@ from kerasbert.convert.from_keras_hub import from_keras_hub
 from kerasbert.convert.keras_hub_tokenizer import TOKENIZER_CONFIG_FILE
 from kerasbert.convert.to_hf import to_hf
 from kerasbert.tokenizers import from_hf as tokenizer_from_hf
+from kerasbert.tokenizers.sentence_transformers_modules import (
+    is_sentence_transformers_folder, transformer_settings)
 
 from kerasbert.choices import CONVERT_SOURCE_FORMATS as SOURCE_FORMATS
 from kerasbert.choices import CONVERT_TARGET_FORMATS as TARGET_FORMATS
@@ -40,6 +43,8 @@ def source_format(path):
         return "keras"
     if is_checkpoint_prefix(path):
         return "google"
+    if is_sentence_transformers_folder(path):
+        return "hf"
     if file_system.isfile(file_system.join(path, "config.json")):
         markers = [name for name in _KERAS_HUB_MARKERS
                    if file_system.isfile(file_system.join(path, name))]
@@ -54,7 +59,9 @@ def load_model(path, input_format="auto", config_json=None, encoder_only=False):
     if input_format == "google":
         return from_google(path, config_json, encoder_only=encoder_only), None
     if input_format == "hf":
-        has_tokenizer = any(file_system.isfile(file_system.join(path, name))
+        tokenizer_folder = (transformer_settings(path)[0] if is_sentence_transformers_folder(path)
+                            else path)
+        has_tokenizer = any(file_system.isfile(file_system.join(tokenizer_folder, name))
                             for name in _HF_TOKENIZER_FILES)
         return (from_hf(path, encoder_only=encoder_only),
                 tokenizer_from_hf(path) if has_tokenizer else None)

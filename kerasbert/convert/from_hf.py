@@ -8,10 +8,13 @@ from kerasbert.convert.hf_config import (encoder_config_from_hf, read_hf_config,
                                          task_settings_from_hf)
 from kerasbert.convert.hf_names import (IGNORED_BUFFERS, encoder_name_map, head_name_map,
                                         hf_tables, normalize_hf_name, task_head_name_map)
+from kerasbert.convert.sentence_transformers_folder import read_sentence_transformers_folder
 from kerasbert.convert.weights import WeightMismatchError, assign_weights
+from kerasbert.models.embedding import TextEmbeddingModel
 from kerasbert.models.encoder import build_encoder
 from kerasbert.models.pretraining import PretrainingModel
-from kerasbert.models.tasks import TaskModel, needs_pooler
+from kerasbert.models.tasks import TaskModel, needs_pooler, with_pooler
+from kerasbert.tokenizers.sentence_transformers_modules import is_sentence_transformers_folder
 
 # The bare-encoder architecture of each family.
 ENCODER_ARCHITECTURES = {name: hf_tables(name).encoder_architecture for name in families.NAMES}
@@ -55,7 +58,11 @@ def from_hf(directory, encoder_only=False):
     discriminator); those of `TASK_ARCHITECTURES` (`*ForSequenceClassification`,
     `*ForTokenClassification`, `*ForQuestionAnswering`, `*ForMultipleChoice`)
     give a `TaskModel` with the head, its label names (`id2label`; one label is
-    regression) and its dropout. With
+    regression) and its dropout. A sentence-transformers folder (one with
+    `modules.json`: a Transformer module, Pooling, optional Dense layers and
+    Normalize) gives a `TextEmbeddingModel` whose `embedding` output is what
+    `SentenceTransformer(directory).encode` returns (with `encoder_only=True`,
+    the encoder of its Transformer module). With
     `encoder_only=True`, any architecture of those families gives just its
     encoder, and its head weights are deliberately left out. A checkpoint
     without pooler weights (`*ForMaskedLM` models have none) gives an encoder
@@ -70,6 +77,40 @@ def from_hf(directory, encoder_only=False):
         outputs = encoder({"token_ids": ids, "segment_ids": segments, "padding_mask": mask})
     """
     directory = os.fspath(directory)
+    if is_sentence_transformers_folder(directory):
+        folder = read_sentence_transformers_folder(directory)
+        encoder = _import_checkpoint(folder.transformer_dir, encoder_only=True)
+        return encoder if encoder_only else _text_embedding_model(with_pooler(encoder, False),
+                                                                  folder)
+    return _import_checkpoint(directory, encoder_only)
+
+
+def _text_embedding_model(encoder, folder):
+    """The `TextEmbeddingModel` a `SentenceTransformersModel` describes, on `encoder`."""
+    if folder.embedding_dimension != encoder.config.hidden_size:
+        raise WeightMismatchError(
+            f"{folder.transformer_dir}: the Pooling module expects token vectors of size "
+            f"{folder.embedding_dimension}, the encoder's hidden size is "
+            f"{encoder.config.hidden_size}")
+    max_seq_length = folder.max_seq_length
+    if max_seq_length is not None:
+        max_seq_length = min(max_seq_length, encoder.config.max_sequence_length)
+    model = TextEmbeddingModel(encoder, pooling=folder.pooling,
+                               dense_layers=list(folder.dense_layers), normalize=folder.normalize,
+                               similarity=folder.similarity, prompts=folder.prompts,
+                               max_seq_length=max_seq_length)
+    for index, (kernel, bias) in enumerate(folder.dense_weights):
+        layer = model.get_layer(f"dense_{index}")
+        if tuple(layer.kernel.shape) != kernel.shape:
+            raise WeightMismatchError(
+                f"{folder.transformer_dir}: dense layer {index} takes {kernel.shape[0]} inputs, "
+                f"its input has {layer.kernel.shape[0]}")
+        layer.set_weights([kernel] if bias is None else [kernel, bias])
+    return model
+
+
+def _import_checkpoint(directory, encoder_only):
+    """`from_hf` of a Hugging Face checkpoint folder (not a sentence-transformers folder)."""
     hf_config = read_hf_config(directory)
     config_path = file_system.join(directory, "config.json")
     config = encoder_config_from_hf(hf_config, source=config_path)

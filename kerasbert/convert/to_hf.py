@@ -14,8 +14,10 @@ from kerasbert.convert.hf_config_writer import (UnsupportedModelError, hf_config
 from kerasbert.convert.hf_names import (encoder_name_map, head_name_map, hf_tables,
                                         task_head_name_map)
 from kerasbert.convert.hf_tokenizer_files import tokenizer_files
+from kerasbert.convert.sentence_transformers_files import sentence_transformers_files
 from kerasbert.convert.weights import variables_by_path
 from kerasbert.models.electra import ElectraPretrainer
+from kerasbert.models.embedding import TextEmbeddingModel
 from kerasbert.models.encoder import Encoder
 from kerasbert.models.pretraining import PretrainingModel, default_mlm_activation
 from kerasbert.models.tasks import TaskModel
@@ -45,7 +47,11 @@ def to_hf(model, directory, tokenizer=None):
     - a `TaskModel` -> `*ForSequenceClassification`, `*ForTokenClassification`,
       `*ForQuestionAnswering`, `*ForMultipleChoice`, with `id2label` /
       `label2id` (`problem_type: "regression"` for one output) and the head's
-      dropout.
+      dropout;
+    - a `TextEmbeddingModel` -> a sentence-transformers folder: its encoder as
+      above in `directory` itself, with `modules.json` and the Pooling, Dense
+      and Normalize modules, which `SentenceTransformer(directory)` loads to
+      the same vectors (and `from_hf` back to the same model).
 
     With a kerasbert `tokenizer` (kerasbert models do not carry one), its files
     are written too (see `hf_tokenizer_files.tokenizer_files`), so that
@@ -77,12 +83,16 @@ def to_hf(model, directory, tokenizer=None):
         _check_tokenizer(tokenizer, config)
         files = tokenizer_files(tokenizer, model_max_length=config.max_sequence_length)
     files["config.json"] = json.dumps(config_json, indent=2, sort_keys=True) + "\n"
+    if isinstance(model, TextEmbeddingModel):
+        files.update(sentence_transformers_files(model))
+        model = model.encoder
     tensors = _tensors(model, name_map)
 
     with TemporarySibling(directory, folder=True) as temporary:
         safetensors.numpy.save_file(tensors, os.path.join(temporary.path, "model.safetensors"),
                                     metadata={"format": "pt"})
         for name, content in files.items():
+            os.makedirs(os.path.dirname(os.path.join(temporary.path, name)), exist_ok=True)
             with open(os.path.join(temporary.path, name), "wb") as file:
                 file.write(content.encode("utf-8") if isinstance(content, str) else content)
     return directory
@@ -100,6 +110,8 @@ def _check_target(directory):
 def _describe(model):
     """`(EncoderConfig, architecture, {hf name: (variable path, transpose)}, config fields)`
     of a model, or `UnsupportedModelError`."""
+    if isinstance(model, TextEmbeddingModel):
+        model = model.encoder
     if isinstance(model, Encoder):
         config = model.config
         return (config, hf_tables(config.family).encoder_architecture,
@@ -128,7 +140,7 @@ def _describe(model):
             "models (ElectraForMaskedLM and ElectraForPreTraining); transformers has no class "
             "for the pair")
     raise UnsupportedModelError(
-        f"to_hf takes a kerasbert Encoder, PretrainingModel or TaskModel, got "
+        f"to_hf takes a kerasbert Encoder, PretrainingModel, TaskModel or TextEmbeddingModel, got "
         f"{type(model).__name__}")
 
 

@@ -7,6 +7,7 @@ from kerasbert.layers.embeddings import Embeddings
 from kerasbert.layers.heads import MaskedLMHead, ReplacedTokenHead
 from kerasbert.layers.pooler import Pooler
 from kerasbert.layers.replaced_tokens import ReplacedTokenSampler
+from kerasbert.layers.sentence_pooling import SentencePooling
 from kerasbert.layers.transformer import TransformerLayer
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "MultiHeadSelfAttention",
     "Pooler",
     "ReplacedTokenHead",
+    "SentencePooling",
     "ReplacedTokenSampler",
     "TransformerLayer",
     "UnfoldChoiceLogits",

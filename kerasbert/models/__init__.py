@@ -1,6 +1,7 @@
 """Functional Keras models: the encoder, the pretraining and fine-tuning models built on it, and
 feature extraction from its layers."""
 
+from kerasbert.models.embedding import TextEmbeddingModel
 from kerasbert.models.electra import ElectraPretrainer, generator_config
 from kerasbert.models.encoder import INPUT_NAMES, Encoder, InputDtypeError, build_encoder
 from kerasbert.models.features import (LayerCombination, WordPooling, extract_features,
@@ -16,6 +17,6 @@ from kerasbert.training import optimizers as _registers_the_optimizers  # noqa: 
 
 __all__ = ["ElectraPretrainer", "Encoder", "FAMILY_HEADS", "HEADS", "INPUT_NAMES",
            "IGNORED_LABEL", "InputDtypeError", "LayerCombination", "PretrainingModel",
-           "TASK_MODEL_KINDS", "TaskModel", "WordPooling", "build_encoder", "build_pretraining_model",
+           "TASK_MODEL_KINDS", "TaskModel", "TextEmbeddingModel", "WordPooling", "build_encoder", "build_pretraining_model",
            "build_task_model", "extract_features", "feature_extractor", "generator_config",
            "inference_function"]

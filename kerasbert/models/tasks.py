@@ -9,12 +9,14 @@ from kerasbert.config import EncoderConfig
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.choices import FoldChoices, UnfoldChoiceLogits
 from kerasbert.models.batch_dicts import BatchDictTraining, restore_compile
+from kerasbert.models.embedding import TextEmbeddingModel
 from kerasbert.models.encoder import INPUT_NAMES, Encoder, build_encoder
 
 # The kinds of fine-tuning model `build_task_model` makes (its `task` argument).
 TASK_MODEL_KINDS = ("sequence_classification", "token_classification", "question_answering",
                     "multiple_choice")
 IGNORED_LABEL = -100  # token labels that neither the loss nor the metrics count
+TEXT_EMBEDDING = "text_embedding"  # `build_task_model`'s task for a `TextEmbeddingModel`
 
 
 def needs_pooler(family, task):
@@ -297,6 +299,10 @@ def build_task_model(encoder_or_config, task, num_labels=None, id2label=None, dr
                      **kwargs):
     """A `TaskModel` for `task` on an encoder, a pretrained model's encoder, or a config.
 
+    `task="text_embedding"` gives a `TextEmbeddingModel` instead (no pooler;
+    its settings, such as `pooling="mean"` and `normalize=True`, come as keyword
+    arguments; `num_labels`, `id2label` and `dropout` do not apply).
+
     `encoder_or_config`: an `EncoderConfig` (a randomly initialised encoder,
     with a pooler only where the head reads it, as `transformers` builds it),
     an `Encoder`, a `PretrainingModel` / `ElectraPretrainer` / `TaskModel`
@@ -314,13 +320,20 @@ def build_task_model(encoder_or_config, task, num_labels=None, id2label=None, dr
     """
     if isinstance(encoder_or_config, Mapping):
         encoder_or_config = EncoderConfig.from_dict(dict(encoder_or_config))
-    if task not in TASK_MODEL_KINDS:
-        raise ValueError(f"task must be one of {TASK_MODEL_KINDS}, got {task!r}")
+    if task not in TASK_MODEL_KINDS + (TEXT_EMBEDDING,):
+        raise ValueError(f"task must be one of {TASK_MODEL_KINDS + (TEXT_EMBEDDING,)}, "
+                         f"got {task!r}")
     if isinstance(encoder_or_config, EncoderConfig):
         config = encoder_or_config
         encoder = build_encoder(config.replace(use_pooler=needs_pooler(config.family, task)))
     else:
         encoder = encoder_of(encoder_or_config)
         encoder = with_pooler(encoder, needs_pooler(encoder.config.family, task))
+    if task == TEXT_EMBEDDING:
+        given = {"num_labels": num_labels, "id2label": id2label, "dropout": dropout}
+        if any(value is not None for value in given.values()):
+            raise ValueError(f"A text_embedding model has no labels or head dropout; got "
+                             f"{sorted(name for name, value in given.items() if value is not None)}")
+        return TextEmbeddingModel(encoder, **kwargs)
     return TaskModel(encoder, task, num_labels=num_labels, id2label=id2label, dropout=dropout,
                      **kwargs)

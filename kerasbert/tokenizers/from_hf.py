@@ -7,6 +7,8 @@ from kerasbert import file_system
 from kerasbert.json_files import JsonFileError, read_json_file
 from kerasbert.tokenizers.base import VocabularyError, vocabulary_from_ids
 from kerasbert.tokenizers.byte_pair import BytePairTokenizer
+from kerasbert.tokenizers.sentence_transformers_modules import (
+    SentenceTransformersFolderError, is_sentence_transformers_folder, transformer_settings)
 from kerasbert.tokenizers.sentence_piece import (DIGIT_COMMA_PENALTY, SentencePieceTokenizer,
                                                  is_digit_comma_piece,
                                                  parse_model_proto)
@@ -23,7 +25,9 @@ def from_hf(directory):
     `vocab.json` + `merges.txt` (byte-level BPE, RoBERTa), `vocab.txt`
     (WordPiece, BERT and ELECTRA), or a `tokenizer.json` holding a WordPiece,
     BPE or Unigram (ALBERT, as transformers 5 saves it) model; settings (lower-casing, accents, special tokens) come from
-    `tokenizer_config.json` or the `tokenizer.json` normalizer.
+    `tokenizer_config.json` or the `tokenizer.json` normalizer. A
+    sentence-transformers folder (`modules.json`) gives its Transformer
+    module's tokenizer.
 
     Example (with a directory written by `transformers`' `save_pretrained`):
 
@@ -33,6 +37,19 @@ def from_hf(directory):
     directory = os.fspath(directory)
     if not file_system.isdir(directory):
         raise FileNotFoundError(f"Tokenizer directory {directory!r} does not exist")
+    if is_sentence_transformers_folder(directory):
+        folder, settings = transformer_settings(directory)
+        tokenizer = _from_tokenizer_files(folder)
+        if settings.get("do_lower_case") and not getattr(tokenizer, "lowercase", False):
+            raise SentenceTransformersFolderError(
+                f"{folder}: sentence_bert_config.json lower-cases the text before a "
+                f"{type(tokenizer).__name__} that does not; kerasbert cannot put the two together")
+        return tokenizer
+    return _from_tokenizer_files(directory)
+
+
+def _from_tokenizer_files(directory):
+    """`from_hf` of a folder with Hugging Face tokenizer files."""
     files = set(file_system.listdir(directory))
     config = _read_json(directory, "tokenizer_config.json") if "tokenizer_config.json" in files else {}
     specials = _special_tokens(config)

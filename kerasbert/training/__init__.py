@@ -10,6 +10,8 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "Adam": "kerasbert.training.optimizers:Adam",
     "AdamW": "kerasbert.training.optimizers:AdamW",
     "Lamb": "kerasbert.training.optimizers:Lamb",
+    "MultipleNegativesRankingLoss":
+        "kerasbert.training.contrastive_loss:MultipleNegativesRankingLoss",
     "NO_DECAY_PATTERNS": "kerasbert.training.optimizers:NO_DECAY_PATTERNS",
     "WarmupDecay": "kerasbert.training.schedules:WarmupDecay",
     "compute_glue_metrics": "kerasbert.training.glue_metrics:glue_metrics",
@@ -19,9 +21,10 @@ __getattr__, __dir__ = lazy_names(__name__, {
     "evaluate_squad": "kerasbert.training.squad_evaluation:evaluate_squad",
     "glue_metrics": "kerasbert.training.glue_metrics",
     "layerwise_lr_multipliers": "kerasbert.training.layerwise:layerwise_lr_multipliers",
+    "retrieval_metrics": "kerasbert.training.retrieval_metrics",
     "squad_evaluation": "kerasbert.training.squad_evaluation",
 })
 
-__all__ = ["Adam", "AdamW", "Lamb", "NO_DECAY_PATTERNS", "WarmupDecay", "compute_glue_metrics",
+__all__ = ["Adam", "AdamW", "Lamb", "MultipleNegativesRankingLoss", "NO_DECAY_PATTERNS", "WarmupDecay", "compute_glue_metrics",
            "create_optimizer", "entity_metrics", "entity_scores", "evaluate_squad",
-           "glue_metrics", "layerwise_lr_multipliers", "squad_evaluation"]
+           "glue_metrics", "layerwise_lr_multipliers", "retrieval_metrics", "squad_evaluation"]
