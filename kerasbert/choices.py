@@ -24,4 +24,9 @@ PREDICT_RUNTIMES = ("tflite", "saved_model")
 # kerasbert.training.finetuning_tasks.FINETUNING_TASKS); tests/test_choices.py holds them equal.
 VOCABULARY_KINDS = ("byte_pair", "sentence_piece", "wordpiece")
 FINETUNING_TASK_NAMES = ("cola", "conll2003", "mnli", "mrpc", "qnli", "qqp", "rte", "squad_v1",
-                         "squad_v2", "sst2", "stsb", "swag", "wnli", "wordnet_gloss")
+                         "squad_v2", "sst2", "stsb", "swag", "text_embedding", "wnli",
+                         "wordnet_gloss")
+
+# sentence-transformers' pooling modes, in the order its `Pooling` module concatenates them
+# (`kerasbert.layers.SentencePooling`, `kerasbert-finetune --pooling`).
+POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")

@@ -32,7 +32,7 @@ saved.
 
 from absl import app, flags, logging
 
-from kerasbert.choices import FINETUNING_TASK_NAMES
+from kerasbert.choices import FINETUNING_TASK_NAMES, POOLING_MODES
 from kerasbert.cli import training_flags  # noqa: F401  (--model_dir, --strategy, ...)
 from kerasbert.cli.data_flags import check_tokenizer_flags, tokenizer_arguments
 from kerasbert.cli.flag_bounds import require_positive
@@ -86,6 +86,10 @@ flags.DEFINE_float("layerwise_lr_decay", None, "ELECTRA's recipe: each lower lay
                    "this factor times the rate of the layer above (e.g. 0.8).", upper_bound=1.0)
 flags.DEFINE_float("dropout", None, "Head dropout (default: the encoder's).", lower_bound=0.0,
                    upper_bound=1.0)
+flags.DEFINE_enum("pooling", None, list(POOLING_MODES), "text_embedding: how token vectors "
+                  "become one vector (default: a sentence-transformers --init_from's, else mean).")
+flags.DEFINE_boolean("normalize", None, "text_embedding: scale the vectors to unit length "
+                     "(default: a sentence-transformers --init_from's choice, else true).")
 flags.DEFINE_integer("num_seeds", 1, "Runs with seeds seed, seed+1, ...: each metric's median "
                      "and spread are reported.", lower_bound=1)
 flags.DEFINE_string("teacher", None, "Task distillation: a fine-tuned model of the same task and "
@@ -128,7 +132,8 @@ def main(argv):
         weight_decay=FLAGS.weight_decay, layerwise_lr_decay=FLAGS.layerwise_lr_decay,
         dropout=FLAGS.dropout, jit_compile=FLAGS.jit_compile,
         checkpoint_interval=FLAGS.checkpoint_interval, max_recoveries=FLAGS.max_recoveries,
-        tf_data_service=FLAGS.tf_data_service)
+        tf_data_service=FLAGS.tf_data_service, pooling=FLAGS.pooling,
+        normalize=FLAGS.normalize)
     run_finetuning(FinetuneRun(
         FLAGS.task, FLAGS.model_dir, settings, FLAGS.mode, data_dir=FLAGS.data_dir,
         train_file=FLAGS.train_file, dev_file=FLAGS.dev_file, test_file=FLAGS.test_file,

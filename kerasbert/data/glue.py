@@ -81,7 +81,7 @@ def glue_examples(task, path, split=None, *, bad_lines=None):
     if bad_lines not in BAD_LINE_POLICIES:
         raise ValueError(f"bad_lines must be one of {BAD_LINE_POLICIES}, got {bad_lines!r}")
     layout = task.splits[split].layout
-    lines = _numbered_lines(path)
+    lines = numbered_lines(path)
     columns = layout.headerless_columns or _header(path, lines, layout, task.name, split)
     where = {name: columns.index(name) for name in layout.needed_columns}
     count, skipped, number = 0, [], 0
@@ -325,7 +325,7 @@ def _write_predictions(path, task, examples, predictions, clip):
     return write_atomically(path, "\n".join([PREDICTIONS_HEADER, *rows]) + "\n")
 
 
-def _numbered_lines(path):
+def numbered_lines(path):
     """(1-based number, text) of each line of a UTF-8 file, plain or gzip (by the .gz suffix).
 
     Lines end at "\\n" only (a stray "\\r" inside a field stays there); a "\\r\\n" ending and a

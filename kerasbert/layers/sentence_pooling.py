@@ -2,8 +2,7 @@
 
 import keras
 
-# sentence-transformers' pooling modes, in the order its `Pooling` module concatenates them.
-POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
+from kerasbert.choices import POOLING_MODES
 _SMALLEST_DIVISOR = 1e-9  # sentence-transformers' clamp on token counts and weight sums
 
 

@@ -35,7 +35,7 @@ from kerasbert.json_files import read_json_file
 from kerasbert.json_files import write_json_file as write_json
 from kerasbert.data.glue_tasks import GLUE_TASKS
 from kerasbert.data.service import DISTRIBUTED_EPOCH, distribute
-from kerasbert.models.tasks import TaskModel, build_task_model
+from kerasbert.models.tasks import TEXT_EMBEDDING, TaskModel, build_task_model
 from kerasbert.training.distillation.students import copy_heads, student_encoder
 from kerasbert.training.distillation.task import TaskDistiller, check_teacher
 from kerasbert.training.layerwise import layerwise_lr_multipliers
@@ -47,9 +47,10 @@ EVAL_RESULTS = "eval_results.json"
 EVAL_HISTORY = "eval_history.json"
 MODEL_FILE = "model.keras"
 # The test prediction files a run writes (GLUE's submission names among them).
-TEST_PREDICTION_FILES = ("test_predictions.tsv", "test_predictions.txt", *sorted({
-    split.submission_file for task in GLUE_TASKS.values() for split in task.splits.values()
-    if split.submission_file}))
+TEST_PREDICTION_FILES = ("test_predictions.tsv", "test_predictions.txt", "test_scores.json",
+                         *sorted({
+        split.submission_file for task in GLUE_TASKS.values() for split in task.splits.values()
+        if split.submission_file}))
 _SEED_DIR = re.compile(r"seed_-?[0-9]+")
 
 
@@ -75,6 +76,8 @@ class FinetuneSettings:
     `checkpoint_interval`, `max_recoveries` (`train`'s);
     `tf_data_service`: `grpc://HOST:PORT` of a tf.data service whose workers make the
     training batches (each pass split among them, `kerasbert.data.service`), or None.
+    Text embeddings: `pooling` (a `SentencePooling` mode) and `normalize`; None takes them
+    from a sentence-transformers `--init_from`, else mean pooling, normalized.
 
     >>> FinetuneSettings(learning_rate=2e-5).warmup_proportion
     0.1
@@ -102,6 +105,8 @@ class FinetuneSettings:
     max_recoveries: int = 0
     tf_data_service: Optional[str] = None
     labels: Optional[list] = None
+    pooling: Optional[str] = None
+    normalize: Optional[bool] = None
 
 
 @dataclasses.dataclass
@@ -284,9 +289,13 @@ def finetune_seed(task, make_encoder, tokenizer, files, model_dir, settings, str
 
 
 def model_record(model, settings):
-    """What the run record keeps of a task model: its task, labels and encoder config."""
-    return {"task": model.task, "num_labels": model.num_labels, "labels": settings.labels,
-            "dropout": settings.dropout, "encoder_config": model.encoder.config.to_dict()}
+    """What the run record keeps of a task model: its task, labels (an embedding model: its
+    pooling and normalization) and encoder config."""
+    head = ({"pooling": model.pooling, "normalize": model.normalize}
+            if model.task == TEXT_EMBEDDING else
+            {"num_labels": model.num_labels, "labels": settings.labels,
+             "dropout": settings.dropout})
+    return {"task": model.task, **head, "encoder_config": model.encoder.config.to_dict()}
 
 
 def run_outputs(model_dir):
@@ -354,6 +363,11 @@ def _build_student(task, make_encoder, settings, distillation):
     layers = None if distillation is None else distillation.student_layers
     encoder = make_encoder() if layers is None else student_encoder(
         distillation.teacher.encoder, num_layers=layers)
+    if task.model_task == TEXT_EMBEDDING:
+        return build_task_model(
+            encoder, TEXT_EMBEDDING, max_seq_length=settings.max_seq_length,
+            pooling=settings.pooling or "mean",
+            normalize=True if settings.normalize is None else settings.normalize)
     model = build_task_model(encoder, task.model_task, num_labels=_num_labels(task, settings),
                              id2label=settings.labels, dropout=settings.dropout)
     if layers is not None:
@@ -496,6 +510,9 @@ def run_finetuning(run, log=print, program="kerasbert-finetune"):
     from kerasbert.training.finetuning_tasks import get_finetuning_task
 
     task = get_finetuning_task(run.task)
+    if task.model_task != TEXT_EMBEDDING and (run.settings.pooling is not None or
+                                              run.settings.normalize is not None):
+        raise ValueError("--pooling and --normalize are for --task=text_embedding")
     files = task_files(task, run)
     if run.settings.tf_data_service is not None:
         service_address(run.settings.tf_data_service)  # a malformed address is named before any work
@@ -504,6 +521,9 @@ def run_finetuning(run, log=print, program="kerasbert-finetune"):
     keras.mixed_precision.set_dtype_policy(run.mixed_precision)
     if run.teacher is not None and run.mode != "train_and_eval":
         raise ValueError("--teacher is for --mode=train_and_eval")
+    if run.teacher is not None and task.model_task == TEXT_EMBEDDING:
+        raise ValueError("--teacher distills classifiers, tagging, span and choice models; "
+                         "not --task=text_embedding")
     if run.mode == "train_and_eval":
         return _train_and_eval(run, task, files, log, program)
     return _evaluate_or_predict(run, task, files, log)
@@ -555,6 +575,10 @@ def _train_and_eval(run, task, files, log, program):
     else:
         source = pretrained_source(run.init_from)
         tokenizer = _tokenizer(run, source.tokenizer)
+        if task.model_task == TEXT_EMBEDDING and source.embedding_head:
+            run = dataclasses.replace(run, settings=dataclasses.replace(run.settings, **{
+                name: value for name, value in source.embedding_head.items()
+                if getattr(run.settings, name) is None}))
         origin = "random weights in the architecture of" if run.from_scratch else "pretrained"
         log(f"{strategy_summary(strategy)}; {task.name} from {origin} {run.init_from} "
             f"({source.kind})")
@@ -614,8 +638,9 @@ def _evaluate_or_predict(run, task, files, log):
         tokenizer = _tokenizer(run, pretrained_source(source).tokenizer)
     if getattr(model, "task", None) != task.model_task:
         raise ValueError(f"{source} is not a {task.model_task} model")
+    id2label = getattr(model, "id2label", None)
     settings = dataclasses.replace(run.settings, labels=[
-        model.id2label[index] for index in sorted(model.id2label)] if model.id2label else None)
+        id2label[index] for index in sorted(id2label)] if id2label else None)
     file_system.makedirs(run.model_dir)
     if run.mode == "eval":
         entry = evaluate_dev(task, model, tokenizer, [(path, task.read(path, "dev"))

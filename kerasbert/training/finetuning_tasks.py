@@ -9,6 +9,8 @@ prediction file of a test split.
     squad_v1, squad_v2       SQuAD v1.1 / v2.0 JSON
     conll2003                CoNLL-2003 named entities
     swag                     SWAG multiple choice
+    text_embedding           anchor / positive / optional negative TSV files, contrastive
+                             training; retrieval (or scored-pair similarity) evaluation
 """
 
 import dataclasses
@@ -16,11 +18,13 @@ import dataclasses
 import numpy as np
 
 from kerasbert import file_system
-from kerasbert.data import conll, glue, squad, squad_decoding, swag
+from kerasbert.data import conll, glue, squad, squad_decoding, swag, text_pairs
 from kerasbert.data.glue_tasks import GLUE_TASKS, get_task
 from kerasbert.data.length_buckets import in_example_order
 from kerasbert.data.squad_features import squad_dataset, squad_windows
-from kerasbert.training import entity_metrics, glue_metrics, squad_evaluation
+from kerasbert.data.task_errors import TaskDataError
+from kerasbert.json_files import write_json_file
+from kerasbert.training import entity_metrics, glue_metrics, retrieval_metrics, squad_evaluation
 
 
 @dataclasses.dataclass
@@ -368,10 +372,76 @@ class SwagFinetuning(FinetuningTask):
         return np.argmax(model.predict(dataset, verbose=0)["logits"], axis=1)
 
 
+class TextEmbeddingFinetuning(FinetuningTask):
+    """Text embeddings: contrastive training on anchor / positive / optional negative files;
+    dev (and test) files scored by retrieval, every anchor ranking every distinct positive
+    (MRR@10, recall@1, recall@10, NDCG@10; the score is MRR@10), or, for scored pairs, by the
+    Spearman correlation of cosine similarities (`kerasbert.data.text_pairs`).
+
+    >>> TextEmbeddingFinetuning().model_task, TextEmbeddingFinetuning().default_files["dev"]
+    ('text_embedding', ['dev.tsv'])
+    """
+
+    name = "text_embedding"
+    model_task = "text_embedding"
+    default_files = {"train": ["train.tsv"], "dev": ["dev.tsv"], "test": ["test.tsv"]}
+
+    def read(self, path, role):
+        examples = text_pairs.read_text_pairs(path)
+        if role == "train" and isinstance(examples[0], text_pairs.ScoredPair):
+            raise TaskDataError(f"{path}: scored pairs (a number in every third column); "
+                                "text_embedding trains on anchor, positive and optional "
+                                "negative texts")
+        return examples
+
+    def dataset(self, examples, tokenizer, settings, batch_size, training, seed=0, epochs=1):
+        return text_pairs.contrastive_dataset(
+            examples, tokenizer, settings.max_seq_length, batch_size, shuffle=training,
+            seed=seed, epochs=epochs, length_buckets=settings.length_buckets)
+
+    def evaluation_inputs(self, examples, tokenizer, settings, batch_size):
+        """Single-text batches: the anchors then the distinct positives (retrieval), or every
+        first then every second text (scored pairs)."""
+        if isinstance(examples[0], text_pairs.ScoredPair):
+            texts = ([pair.text_a for pair in examples] + [pair.text_b for pair in examples])
+            layout = None
+        else:
+            corpus = list(dict.fromkeys(example.positive for example in examples))
+            position = {text: index for index, text in enumerate(corpus)}
+            texts = [example.anchor for example in examples] + corpus
+            layout = [{position[example.positive]} for example in examples]
+        return EvaluationInputs(examples, text_pairs.texts_dataset(
+            texts, tokenizer, settings.max_seq_length, batch_size,
+            length_buckets=settings.length_buckets), features=layout)
+
+    def score(self, inputs, outputs, settings, output_dir=None, path=None):
+        vectors = outputs["embedding"]
+        count = len(inputs.examples)
+        if inputs.features is None:
+            metrics = {"spearman_cosine": retrieval_metrics.similarity_correlation(
+                vectors[:count], vectors[count:],
+                [pair.score for pair in inputs.examples])}
+            score = metrics["spearman_cosine"]
+        else:
+            metrics = retrieval_metrics.retrieval_scores(vectors[:count], vectors[count:],
+                                                         inputs.features)
+            score = metrics["mrr@10"]
+        if output_dir is not None:
+            write_json_file(file_system.join(output_dir, "dev_scores.json"), metrics)
+        return Evaluation(metrics, score, bool(np.ptp(vectors, axis=0).max() < 1e-6))
+
+    def predict(self, model, examples, tokenizer, settings, batch_size, output_dir, path):
+        """The test file's scores (the test split scored once), in `test_scores.json`."""
+        inputs = self.evaluation_inputs(examples, tokenizer, settings, batch_size)
+        metrics = self.score(inputs, model.predict(inputs.batches, verbose=0), settings).metrics
+        return write_json_file(file_system.join(output_dir, "test_scores.json"), metrics)
+
+
 def _all_tasks():
     tasks = {name: GlueFinetuning(name) for name in GLUE_TASKS}
     tasks.update(squad_v1=SquadFinetuning(False), squad_v2=SquadFinetuning(True),
-                 conll2003=ConllFinetuning(), swag=SwagFinetuning())
+                 conll2003=ConllFinetuning(), swag=SwagFinetuning(),
+                 text_embedding=TextEmbeddingFinetuning())
     return tasks
 
 

@@ -17,6 +17,7 @@ from kerasbert import file_system
 from kerasbert.config import EncoderConfig
 from kerasbert.convert import from_google, from_hf
 from kerasbert.convert.from_google import config_beside, is_checkpoint_prefix
+from kerasbert.convert.sentence_transformers_folder import read_sentence_transformers_folder
 from kerasbert.json_files import read_json_file
 from kerasbert.models.electra import ElectraPretrainer, generator_config
 from kerasbert.models.encoder import build_encoder
@@ -24,6 +25,7 @@ from kerasbert.models.pretraining import PretrainingModel
 from kerasbert.models.tasks import encoder_of
 from kerasbert.op_errors import op_error_message
 from kerasbert.tokenizers import from_hf as tokenizer_from_hf
+from kerasbert.tokenizers.sentence_transformers_modules import is_sentence_transformers_folder
 from kerasbert.tokenizers.vocabulary_files import load_tokenizer
 from kerasbert.training.loop import model_variables
 
@@ -39,7 +41,8 @@ class PretrainedSourceError(ValueError):
 @dataclasses.dataclass
 class PretrainedSource:
     """A pretrained model on disk: `make_encoder()` builds a new encoder with its weights (call
-    it under a `tf.distribute` strategy's scope); `tokenizer` is its tokenizer, or None.
+    it under a `tf.distribute` strategy's scope); `tokenizer` is its tokenizer, or None;
+    `embedding_head`: a sentence-transformers model's `pooling` and `normalize`, or None.
 
     >>> import kerasbert
     >>> source = PretrainedSource("keras", lambda: kerasbert.zoo.build("bert_tiny_uncased"), None)
@@ -50,11 +53,15 @@ class PretrainedSource:
     kind: str
     make_encoder: Callable
     tokenizer: Optional[keras.layers.Layer]
+    embedding_head: Optional[dict] = None
 
 
 def pretrained_source(path):
     """The `PretrainedSource` at `path`.
 
+    - a sentence-transformers folder (`modules.json`): its Transformer module's
+      encoder and tokenizer, and its pooling and normalization (a model with
+      Dense modules or several pooling modes is refused);
     - a folder with `config.json` (Hugging Face): its encoder (`from_hf(path,
       encoder_only=True)`) and, if the folder has tokenizer files, its tokenizer;
     - a `.keras` file of a kerasbert model (an encoder, a pretraining or task
@@ -73,6 +80,20 @@ def pretrained_source(path):
     kerasbert.training.pretrained_sources.PretrainedSourceError: ...
     """
     path = os.fspath(path)
+    if is_sentence_transformers_folder(path):
+        folder = read_sentence_transformers_folder(path)
+        if folder.dense_layers:
+            raise PretrainedSourceError(
+                f"{path}: a sentence-transformers model with Dense modules; fine-tuning starts "
+                "from its encoder and pooling, and would drop them")
+        pooling = folder.pooling[0] if len(folder.pooling) == 1 else None
+        if pooling is None:
+            raise PretrainedSourceError(
+                f"{path}: pools with several modes {folder.pooling}; --pooling takes one")
+        return PretrainedSource("sentence-transformers",
+                                lambda: from_hf(path, encoder_only=True),
+                                tokenizer_from_hf(path),
+                                {"pooling": pooling, "normalize": folder.normalize})
     if file_system.isfile(file_system.join(path, "config.json")):
         tokenizer = None
         if any(file_system.isfile(file_system.join(path, name)) for name in _TOKENIZER_FILES):

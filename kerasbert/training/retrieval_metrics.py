@@ -55,10 +55,10 @@ def retrieval_scores(query_vectors, corpus_vectors, relevant):
 
 
 def similarity_correlation(first_vectors, second_vectors, gold_scores):
-    """Spearman correlation (x100) of the pairs' cosine similarities with their gold scores.
+    """Spearman correlation of the pairs' cosine similarities with their gold scores.
 
     >>> similarity_correlation([[1, 0], [1, 1], [0, 1]], [[1, 0], [1, 0], [1, 0]], [5, 3, 0])
-    100.0
+    1.0
     """
     cosines = np.sum(unit_vectors(first_vectors) * unit_vectors(second_vectors), axis=1)
-    return float(100 * stats.spearmanr(cosines, gold_scores).statistic)
+    return float(stats.spearmanr(cosines, gold_scores).statistic)
