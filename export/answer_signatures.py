@@ -2,7 +2,8 @@
 
 - multiple choice: `serve_choices(context, choices)` (`kerasbert.export.choice_answers`);
 - span QA: `serve_question(question, context)` (`kerasbert.export.question_answers`);
-- token classification: `serve_entities(text)` (`kerasbert.export.entity_answers`).
+- token classification: `serve_entities(text)` (`kerasbert.export.entity_answers`);
+- text embedding: `serve_embedding(text)` (`kerasbert.export.embedding_answers`).
 
 (A sequence classifier answers in `serve_text` itself: `kerasbert.export.answers`.) For each,
 the texts the exporter verifies it on (`verification_inputs`), the reference it is judged
@@ -11,7 +12,7 @@ checks (`answer_signature_checks`).
 """
 
 SIGNATURES = {"multiple_choice": "serve_choices", "question_answering": "serve_question",
-              "token_classification": "serve_entities"}
+              "token_classification": "serve_entities", "text_embedding": "serve_embedding"}
 
 _LONG_CONTEXT = " ".join(
     f"In {1900 + year} the river town of Saint-Étienne built bridge number {year}, and its "
@@ -28,6 +29,9 @@ _INPUTS = {
     "serve_entities": {
         "text": ["Zoë Müller flew from Saint-Étienne to New York.",
                  "Crème brûlée, señor! Über façade; déjà vu.", "", _LONG_CONTEXT]},
+    "serve_embedding": {
+        "text": ["A small domesticated feline.", "Crème brûlée, señor! Über façade; déjà vu.",
+                 "", "cat", _LONG_CONTEXT]},
 }
 
 
@@ -55,6 +59,9 @@ def answer_function(model, tokenizer, settings, length_buckets=True):
     if name == "serve_entities":
         from kerasbert.export.entity_answers import entity_function
         return entity_function(model, tokenizer, settings)
+    if name == "serve_embedding":
+        from kerasbert.export.embedding_answers import embedding_function
+        return embedding_function(model, tokenizer, settings, length_buckets)
     return None
 
 
@@ -78,6 +85,9 @@ def answer_output_names(model, settings):
     if name == "serve_entities":
         from kerasbert.export.entity_answers import ENTITY_ANSWERS
         return sorted(ENTITY_ANSWERS)
+    if name == "serve_embedding":
+        from kerasbert.export.embedding_answers import EMBEDDING_ANSWERS
+        return sorted(EMBEDDING_ANSWERS)
     return []
 
 
@@ -103,6 +113,9 @@ def reference_answers(model, tokenizer, settings):
         from kerasbert.export.question_answers import reference_question_answers
         return reference_question_answers(model, tokenizer, settings, inputs["question"],
                                           inputs["context"])
+    if name == "serve_embedding":
+        from kerasbert.export.embedding_answers import reference_embeddings
+        return reference_embeddings(model, tokenizer, settings, inputs["text"])
     from kerasbert.export.entity_answers import reference_entities
     return reference_entities(model, tokenizer, settings, inputs["text"])
 
@@ -117,5 +130,8 @@ def answer_signature_checks(model, produced, reference, tolerance):
     if name == "serve_question":
         from kerasbert.export.question_answers import question_answer_checks
         return question_answer_checks(produced, reference, tolerance)
+    if name == "serve_embedding":
+        from kerasbert.export.embedding_answers import embedding_checks
+        return embedding_checks(produced, reference, tolerance)
     from kerasbert.export.entity_answers import entity_checks
     return entity_checks(produced, reference, tolerance)

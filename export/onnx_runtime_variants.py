@@ -98,12 +98,20 @@ def head_nodes(proto):
     >>> pretraining = kerasbert.models.PretrainingModel(encoder, ["mlm", "nsp"])
     >>> ["/".join(name.split("/")[1:3]) for name in head_nodes(convert_to_onnx(pretraining))]
     ['mlm_head_1/dense_1', 'pooler_1/dense_1', 'nsp_head_1/MatMul']
+    >>> embedder = kerasbert.models.build_task_model(
+    ...     encoder, "text_embedding", dense_layers=[{"units": 8}])
+    >>> [name.split("/")[1] for name in head_nodes(convert_to_onnx(embedder))]
+    ['dense_0_1']
     """
     shapes = {tensor.name: tuple(tensor.dims) for tensor in proto.graph.initializer}
     vocabulary = {shapes.get(node.input[0], (None,))[0] for node in proto.graph.node
                   if node.op_type == "Gather" and "token_embedding" in node.name}
+    def inside_model(name):  # the node's path below the model's own name
+        return name.split("/", 1)[-1]
+
     return [node.name for node in proto.graph.node if node.op_type in ("MatMul", "Gemm")
-            and "transformer_layer_" not in node.name and "embedding" not in node.name
+            and "transformer_layer_" not in node.name
+            and "embedding" not in inside_model(node.name)
             and shapes.get(node.input[1], (None,))[-1] not in vocabulary - {None}]
 
 

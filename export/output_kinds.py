@@ -10,7 +10,7 @@ Kinds:
 - `token_signs`: one logit per token whose sign is the decision (ELECTRA's `rtd_logits`).
 - `regression`: one value per example (sequence classification with one label).
 - `token_vectors`, `example_vectors`: hidden states per token (`sequence_output`) and per
-  example (`pooled_output`).
+  example (`pooled_output`, a text embedding model's `embedding`).
 """
 
 from kerasbert.export.errors import ExportError
@@ -25,6 +25,7 @@ _TASK_OUTPUTS = {
     "multiple_choice": {"logits": "example_logits"},
     "token_classification": {"logits": "token_logits"},
     "question_answering": {"start_logits": "span_logits", "end_logits": "span_logits"},
+    "text_embedding": {"embedding": "example_vectors"},
 }
 _NAMED_OUTPUTS = {
     "sequence_output": "token_vectors", "pooled_output": "example_vectors",

@@ -10,25 +10,33 @@ answer fields added:
 | token classification | `text` | `serve_entities` | `entities`: `[{entity, word, start, end, score}]` |
 | span QA | `question`, `context` | `serve_question` | `answer`, `start`, `end`, `score` (v2.0: `has_answer`) |
 | multiple choice | `context`, `choices` | `serve_choices` | `choice`, `probabilities` |
+| text embedding | `text` | `serve_embedding` | `embedding` (a list of floats) |
 
-Runtimes: the SavedModel (`saved_model`, as TF Serving runs it) and, for a classifier,
-the raw-text TFLite file too (`tflite`, as a phone runs it); with both, their answers (labels,
-spans, entities, choices) must agree, else an `ExportError` names the record.
+`search` ranks the records of a text embedding export against a query instead: the top k by
+cosine similarity, each with its `cosine` and `rank`.
+
+Runtimes: the SavedModel (`saved_model`, as TF Serving runs it) and, for a classifier or an
+embedding model, the raw-text TFLite file too (`tflite`, as a phone runs it); with both, their
+answers (labels, spans, entities, choices; vectors to a cosine similarity of
+`FLOAT_MIN_COSINE`) must agree, else an `ExportError` names the record.
 
 The export folder may be local or a TensorFlow file-system URL (`gs://...`): an artifact is then
 run from a local copy. Artifacts run in this process, so use exports you trust; the paths its
 `export_report.json` gives must lead to files inside the export folder.
 """
 
+import contextlib
 import json
 import os
 import posixpath
+import sys
 
 import numpy as np
 
 from kerasbert import file_system
 from kerasbert.choices import PREDICT_RUNTIMES as RUNTIMES
 from kerasbert.export.answer_signatures import SIGNATURES
+from kerasbert.export.embedding_answers import FLOAT_MIN_COSINE
 from kerasbert.export.artifact_runner import saved_model_runner, tflite_runner
 from kerasbert.export.errors import ExportError
 from kerasbert.export.exporter import REPORT_FILE, TEXT_TFLITE_FILE
@@ -37,7 +45,10 @@ from kerasbert.json_files import read_json_file
 
 INPUT_FORMATS = ("auto", "text", "jsonl")
 _FIELDS = {"sequence_classification": ("text",), "token_classification": ("text",),
-           "question_answering": ("question", "context"), "multiple_choice": ("context", "choices")}
+           "question_answering": ("question", "context"), "multiple_choice": ("context", "choices"),
+           "text_embedding": ("text",)}
+# The tasks model_text.tflite serves (its one signature returns the model's own outputs).
+_TEXT_TFLITE_TASKS = ("sequence_classification", "text_embedding")
 
 
 def read_report(export_dir):
@@ -67,9 +78,10 @@ def exported_task(export_dir):
 
 
 def default_runtimes(export_dir):
-    """Both runtimes for a classifier export with `model_text.tflite`, else the SavedModel."""
+    """Both runtimes for a classifier or embedding export with `model_text.tflite`, else the
+    SavedModel."""
     report = read_report(export_dir)
-    if exported_task(export_dir) == "sequence_classification" and (
+    if exported_task(export_dir) in _TEXT_TFLITE_TASKS and (
             TEXT_TFLITE_FILE in report["artifacts"]):
         return list(RUNTIMES)
     return ["saved_model"]
@@ -86,9 +98,10 @@ def predict(export_dir, records, runtimes=None):
     unknown = [runtime for runtime in runtimes if runtime not in RUNTIMES]
     if unknown:
         raise ExportError(f"unknown runtime {unknown[0]!r}; choose from {list(RUNTIMES)}")
-    if "tflite" in runtimes and task != "sequence_classification":
-        raise ExportError(f"the tflite runtime serves classifiers only (model_text.tflite); this "
-                          f"export's model is for {task}: use --runtimes=saved_model")
+    if "tflite" in runtimes and task not in _TEXT_TFLITE_TASKS:
+        raise ExportError(f"the tflite runtime serves classifiers and embedding models only "
+                          f"(model_text.tflite); this export's model is for {task}: use "
+                          "--runtimes=saved_model")
     for number, record in enumerate(records, 1):
         missing = [field for field in _FIELDS[task] if field not in record]
         if missing:
@@ -100,24 +113,55 @@ def predict(export_dir, records, runtimes=None):
     first, *others = runtimes
     for other in others:
         for record, a, b in zip(records, answers[first], answers[other]):
-            if _decision(a) != _decision(b):
+            if task == "text_embedding":
+                cosine = _cosines(np.array([a["embedding"]]), np.array(b["embedding"]))[0]
+                if cosine < FLOAT_MIN_COSINE:
+                    raise ExportError(f"{first} and {other} embed {_shown(record)} to vectors "
+                                      f"of cosine similarity {cosine:.6f} < {FLOAT_MIN_COSINE}")
+            elif _decision(a) != _decision(b):
                 raise ExportError(f"{first} says {_decision(a)} but {other} says "
                                   f"{_decision(b)} for {_shown(record)}")
     return [{**record, **answer, "runtimes": runtimes}
             for record, answer in zip(records, answers[first])]
 
 
+def search(export_dir, query, records, top_k=10, runtimes=None):
+    """The `top_k` of `records` (dicts with `text`) nearest to `query` in a text embedding
+    export, best first: each record with its `cosine` similarity and `rank` (1 first).
+
+    Brute force (every record embedded, one matrix product): fine for thousands to about a
+    million lines; past that, index the vectors `predict` writes with an approximate
+    nearest-neighbour library (ScaNN, FAISS) instead.
+    """
+    if exported_task(export_dir) != "text_embedding":
+        raise ExportError(f"{export_dir}: --query searches a text embedding export; this one's "
+                          f"model is for {exported_task(export_dir)}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ExportError(f"top_k must be a positive integer, got {top_k!r}")
+    embedded = predict(export_dir, [{"text": query}] + list(records), runtimes)
+    vectors = np.array([row["embedding"] for row in embedded])
+    cosines = _cosines(vectors[1:], vectors[0])
+    order = np.argsort(-cosines, kind="stable")[:top_k]
+    return [{**records[index], "cosine": float(cosines[index]), "rank": rank}
+            for rank, index in enumerate(order, 1)]
+
+
 def read_records(input_file, input_format="auto"):
-    """The records of `input_file`: one text a line (`text`; records `{"text": line}`) or one
-    JSON object a line (`jsonl`); `auto` picks `jsonl` for `.jsonl` / `.json` files. Blank lines
-    are skipped; an `ExportError` names a line that is not a JSON object, or a file with none."""
+    """The records of `input_file` (standard input when it is None or "-"): one text a line
+    (`text`; records `{"text": line}`) or one JSON object a line (`jsonl`); `auto` picks `jsonl`
+    for `.jsonl` / `.json` files. Blank lines are skipped; an `ExportError` names a line that
+    is not a JSON object, or a file with none."""
     if input_format not in INPUT_FORMATS:
         raise ExportError(f"unknown input format {input_format!r}; choose from "
                           f"{list(INPUT_FORMATS)}")
+    from_stdin = input_file in (None, "-")
     if input_format == "auto":
-        input_format = "jsonl" if input_file.endswith((".jsonl", ".json")) else "text"
+        input_format = "jsonl" if not from_stdin and input_file.endswith(
+            (".jsonl", ".json")) else "text"
+    text = sys.stdin.read() if from_stdin else file_system.read_text(input_file)
+    input_file = "standard input" if from_stdin else input_file
     records = []
-    for number, line in enumerate(file_system.read_text(input_file).splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         if input_format == "text":
@@ -136,12 +180,16 @@ def read_records(input_file, input_format="auto"):
     return records
 
 
-def predict_file(export_dir, input_file, input_format="auto", runtimes=None, output_file=None):
-    """`predict` the records of `input_file` (`read_records`) and write them, one JSON object a
-    line, to `output_file` (written atomically) or, without one, print them; the answers."""
+def predict_file(export_dir, input_file, input_format="auto", runtimes=None, output_file=None,
+                 query=None, top_k=10):
+    """`predict` the records of `input_file` (`read_records`), or with a `query` `search`
+    them for its `top_k` nearest, and write the results, one JSON object a line, to
+    `output_file` (written atomically) or, without one, print them; the results."""
     from kerasbert.atomic_files import write_atomically
 
-    predictions = predict(export_dir, read_records(input_file, input_format), runtimes)
+    records = read_records(input_file, input_format)
+    predictions = (predict(export_dir, records, runtimes) if query is None else
+                   search(export_dir, query, records, top_k, runtimes))
     lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in predictions)
     if output_file:
         write_atomically(output_file, lines)
@@ -153,7 +201,8 @@ def predict_file(export_dir, input_file, input_format="auto", runtimes=None, out
 def _outputs(export_dir, runtime, task, records):
     """One output dict (numpy, one row) per record, from `runtime`."""
     if runtime == "tflite":
-        with file_system.local_copy(_artifact_path(export_dir, TEXT_TFLITE_FILE)) as path:
+        with file_system.local_copy(_artifact_path(export_dir, TEXT_TFLITE_FILE)) as path, \
+                _native_stderr_silenced():  # the interpreter's INFO line about XNNPACK
             run, _ = tflite_runner({}, {"path": path, "custom_ops": "tensorflow_text"})
             # The raw-text TFLite signature takes one text at a time; it has no text pairs.
             if any(record.get("text_pair") for record in records):
@@ -206,6 +255,8 @@ def _answer(task, outputs, labels):
         return {"label": _text(outputs["label"]),
                 "probabilities": {label: float(p) for label, p in
                                   zip(labels, outputs["probabilities"])}}
+    if task == "text_embedding":
+        return {"embedding": [float(value) for value in outputs["embedding"]]}
     if task == "multiple_choice":
         return {"choice": int(outputs["choice"]),
                 "probabilities": [float(p) for p in outputs["probabilities"]]}
@@ -231,6 +282,29 @@ def _decision(answer):
     if "score" in answer and "label" not in answer and "answer" not in answer:
         return round(answer["score"], 4)  # regression: the score is the answer
     return {key: value for key, value in answer.items() if key not in ("score", "probabilities")}
+
+
+def _cosines(vectors, vector):
+    """The cosine similarity of each row of `vectors` to `vector`."""
+    vectors, vector = np.asarray(vectors, np.float64), np.asarray(vector, np.float64)
+    return vectors @ vector / np.maximum(
+        np.linalg.norm(vectors, axis=1) * np.linalg.norm(vector), 1e-12)
+
+
+@contextlib.contextmanager
+def _native_stderr_silenced():
+    """File descriptor 2 pointed at the null device while the block runs: what native code
+    (the TFLite runtime) prints there stays off the terminal; Python's own errors are raised,
+    not printed, so nothing of kerasbert's is lost."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _row(outputs, row):

@@ -4,10 +4,14 @@ every task: labels, entities, answer spans, choices.
     kerasbert-predict --export_dir=exports/gloss --input_file=sentences.txt
     kerasbert-predict --export_dir=exports/squad --input_file=questions.jsonl \\
         --output_file=answers.jsonl
+    cat corpus.txt | kerasbert-predict --export_dir=exports/embedder --query="a small cat"
 
 Input: one text a line, or JSON lines with the task's fields (`text` and an optional
-`text_pair`; `text`; `question` and `context`; `context` and `choices`). Output: JSON lines,
-each record with its answer (`kerasbert.export.predictions`). A classifier exported with its
+`text_pair`; `text`; `question` and `context`; `context` and `choices`), from standard input
+when --input_file is "-" or absent. Output: JSON lines, each record with its answer
+(`kerasbert.export.predictions`; an embedding model's `embedding`); with --query, a text
+embedding export ranks the input lines instead and prints the --top_k nearest with their
+cosine similarities. A classifier exported with its
 raw-text TFLite file is run by that file and the SavedModel, which must agree.
 
 Trusted exports only: the SavedModel and the TFLite file run in this process, with this
@@ -24,13 +28,16 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("export_dir", None, "A kerasbert-export folder made with --text_signatures. "
                     "Trusted exports only: its SavedModel and TFLite file run in this process.",
                     required=True)
-flags.DEFINE_string("input_file", None, "Texts, one a line, or JSON lines of records (UTF-8).",
-                    required=True)
+flags.DEFINE_string("input_file", "-", "Texts, one a line, or JSON lines of records (UTF-8); "
+                    "- (the default): standard input.")
 flags.DEFINE_enum("input_format", "auto", ["auto", "text", "jsonl"], "text: one text a line; "
                   "jsonl: one JSON object a line; auto: jsonl for .jsonl and .json files.")
 flags.DEFINE_list("runtimes", None, f"Any of {', '.join(RUNTIMES)}; with two, their answers "
                   "must agree (default: both for a classifier with model_text.tflite, else "
                   "saved_model).")
+flags.DEFINE_string("query", None, "Text embedding exports: rank the input lines by cosine "
+                    "similarity to this text and print the --top_k nearest.")
+flags.DEFINE_integer("top_k", 10, "With --query: how many lines to print.", lower_bound=1)
 flags.DEFINE_string("output_file", None, "Write the answers here as JSON lines (default: print "
                     "them).")
 
@@ -42,7 +49,7 @@ def main(argv):
 
     logging.set_verbosity(logging.WARNING)
     predict_file(FLAGS.export_dir, FLAGS.input_file, FLAGS.input_format, FLAGS.runtimes,
-                 FLAGS.output_file)
+                 FLAGS.output_file, query=FLAGS.query, top_k=FLAGS.top_k)
 
 
 EXPECTED_ERRORS = ("kerasbert.export.errors.ExportError",)

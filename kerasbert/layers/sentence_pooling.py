@@ -44,7 +44,8 @@ class SentencePooling(keras.layers.Layer):
 
     def call(self, token_vectors, padding_mask):
         token_vectors = keras.ops.cast(token_vectors, "float32")
-        mask = keras.ops.cast(padding_mask, "float32")[..., None]
+        # (expand_dims, not [..., None]: TFLite's builtin StridedSlice takes no new axes)
+        mask = keras.ops.expand_dims(keras.ops.cast(padding_mask, "float32"), -1)
         length = keras.ops.shape(token_vectors)[1]
         first = keras.ops.argmax(padding_mask, axis=1)  # the first unpadded position
         pooled = []
@@ -59,8 +60,10 @@ class SentencePooling(keras.layers.Layer):
                 total = keras.ops.sum(token_vectors * mask, axis=1)
                 pooled.append(total / (count if mode == "mean" else keras.ops.sqrt(count)))
             elif mode == "weightedmean":
-                positions = keras.ops.arange(1, length + 1, dtype="float32")[None, :, None]
-                weights = mask * (positions - keras.ops.cast(first, "float32")[:, None, None])
+                positions = keras.ops.reshape(keras.ops.arange(1, length + 1, dtype="float32"),
+                                              (1, -1, 1))
+                weights = mask * (positions - keras.ops.reshape(
+                    keras.ops.cast(first, "float32"), (-1, 1, 1)))
                 pooled.append(keras.ops.sum(token_vectors * weights, axis=1) / keras.ops.maximum(
                     keras.ops.sum(weights, axis=1), _SMALLEST_DIVISOR))
             else:  # lasttoken: the last unpadded position (position 0 of an all-padding row)
@@ -82,5 +85,5 @@ class SentencePooling(keras.layers.Layer):
 
 def _take_position(token_vectors, positions):
     """`token_vectors[b, positions[b], :]` for every row `b`."""
-    index = keras.ops.cast(positions, "int32")[:, None, None]
-    return keras.ops.take_along_axis(token_vectors, index, axis=1)[:, 0, :]
+    index = keras.ops.reshape(keras.ops.cast(positions, "int32"), (-1, 1, 1))
+    return keras.ops.squeeze(keras.ops.take_along_axis(token_vectors, index, axis=1), axis=1)

@@ -15,7 +15,11 @@ class SentenceTransformersFolderError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class ModuleEntry:
     """One `modules.json` entry: its class name (`Transformer`, `Pooling`, ...), full type
-    and folder."""
+    and folder.
+
+    >>> ModuleEntry("Pooling", "sentence_transformers.models.Pooling", "/m/1_Pooling").kind
+    'Pooling'
+    """
 
     kind: str
     type: str
