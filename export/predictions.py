@@ -30,6 +30,7 @@ import json
 import os
 import posixpath
 import sys
+import warnings
 
 import numpy as np
 
@@ -294,14 +295,17 @@ def _cosines(vectors, vector):
 @contextlib.contextmanager
 def _native_stderr_silenced():
     """File descriptor 2 pointed at the null device while the block runs: what native code
-    (the TFLite runtime) prints there stays off the terminal; Python's own errors are raised,
-    not printed, so nothing of kerasbert's is lost."""
+    (the TFLite runtime) prints there stays off the terminal, and so does TensorFlow's warning
+    that its interpreter moved to ai_edge_litert; Python's own errors are raised, not printed,
+    so nothing of kerasbert's is lost."""
     sys.stderr.flush()
     saved = os.dup(2)
     try:
         with open(os.devnull, "wb") as null:
             os.dup2(null.fileno(), 2)
-        yield
+        with warnings.catch_warnings():  # TensorFlow's notice that its interpreter moved
+            warnings.filterwarnings("ignore", message=r"(?s).*tf\.lite\.Interpreter is deprecated")
+            yield
     finally:
         os.dup2(saved, 2)
         os.close(saved)

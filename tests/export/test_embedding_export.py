@@ -87,7 +87,7 @@ def test_predict_reads_standard_input_and_searches(exported, monkeypatch, capfd)
     corpus = [text for text in TEXTS if text]
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(text + "\n" for text in corpus)))
     result = run_binary("predict", f"--export_dir={output}")
-    assert result.returncode == 0, result.stderr
+    assert (result.returncode, result.stderr) == (0, "")
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert [row["text"] for row in rows] == corpus
     assert rows[0]["runtimes"] == ["tflite", "saved_model"]
