@@ -41,7 +41,7 @@ def retrieval_scores(query_vectors, corpus_vectors, relevant):
     order = np.argsort(-similarities, axis=1, kind="stable")
     hits = np.take_along_axis(relevance, order, axis=1)[:, :RETRIEVAL_CUTOFF]
     first_hit = np.where(hits.any(axis=1), hits.argmax(axis=1), -1)
-    reciprocal_ranks = np.where(first_hit >= 0, 1.0 / (first_hit + 1), 0.0)
+    reciprocal_ranks = np.where(first_hit >= 0, 1.0 / np.maximum(first_hit + 1, 1), 0.0)
     relevant_counts = relevance.sum(axis=1)
     discounts = 1 / np.log2(np.arange(2, RETRIEVAL_CUTOFF + 2))
     ideal = np.cumsum(discounts)[np.minimum(relevant_counts, RETRIEVAL_CUTOFF) - 1]
