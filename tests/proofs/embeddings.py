@@ -12,7 +12,6 @@ untrained, on a retrieval task made from the shipped WordNet glosses: the first 
 """
 
 import keras
-import numpy as np
 
 from kerasbert.data.text_pairs import ContrastiveExample, contrastive_dataset, texts_dataset
 from kerasbert.models import build_task_model
