@@ -47,8 +47,8 @@ EVAL_RESULTS = "eval_results.json"
 EVAL_HISTORY = "eval_history.json"
 MODEL_FILE = "model.keras"
 # The test prediction files a run writes (GLUE's submission names among them).
-TEST_PREDICTION_FILES = ("test_predictions.tsv", "test_predictions.txt", "test_scores.json",
-                         *sorted({
+TEST_PREDICTION_FILES = (
+    "test_predictions.tsv", "test_predictions.txt", "test_scores.json", *sorted({
         split.submission_file for task in GLUE_TASKS.values() for split in task.splits.values()
         if split.submission_file}))
 _SEED_DIR = re.compile(r"seed_-?[0-9]+")

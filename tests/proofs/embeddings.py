@@ -13,10 +13,11 @@ untrained, on a retrieval task made from the shipped WordNet glosses: the first 
 
 import keras
 
-from kerasbert.data.text_pairs import ContrastiveExample, contrastive_dataset, texts_dataset
+from kerasbert.data.text_pairs import ContrastiveExample, contrastive_dataset
 from kerasbert.models import build_task_model
 from kerasbert.training import create_optimizer
-from kerasbert.training.retrieval_metrics import retrieval_scores
+from kerasbert.training.finetune import FinetuneSettings
+from kerasbert.training.finetuning_tasks import TextEmbeddingFinetuning
 from tests.proofs import gloss
 
 MAX_LENGTH, BATCH = 32, 32
@@ -44,14 +45,11 @@ def halves(split, count=None):
 
 
 def mrr_at_10(model, examples, tokenizer):
-    """Every anchor ranks every distinct positive of `examples`: MRR@10."""
-    corpus = list(dict.fromkeys(example.positive for example in examples))
-    position = {text: index for index, text in enumerate(corpus)}
-    texts = [example.anchor for example in examples] + corpus
-    vectors = model.predict(texts_dataset(texts, tokenizer, MAX_LENGTH, 256), verbose=0)
-    vectors = vectors["embedding"]
-    return retrieval_scores(vectors[:len(examples)], vectors[len(examples):],
-                            [{position[example.positive]} for example in examples])["mrr@10"]
+    """Every anchor ranks every distinct positive of `examples`: MRR@10, as
+    `kerasbert-finetune --task=text_embedding` scores a dev file."""
+    task = TextEmbeddingFinetuning()
+    settings = FinetuneSettings(max_seq_length=MAX_LENGTH)
+    return task.evaluate(model, examples, tokenizer, settings, 256, None, None).metrics["mrr@10"]
 
 
 def embedding_model(tiny_bert):
