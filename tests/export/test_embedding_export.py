@@ -107,3 +107,42 @@ def test_predict_reads_standard_input_and_searches(exported, monkeypatch, capfd)
     assert ranked[0]["cosine"] == pytest.approx(float(vectors[expected[0]] @ query_vector),
                                                 abs=1e-4)
     assert "XNNPACK" not in capfd.readouterr().err
+
+
+def test_quantized_files_are_judged_by_retrieval_on_a_labelled_dev_file(
+        pretrained_tiny_bert_file, tmp_path):
+    """`kerasbert-export --eval_file --task=text_embedding`: each quantized file's MRR@10 over a
+    retrieval dev file (200 gloss first halves ranking their second halves) is within 1 point
+    of the Keras model's, which is the score `kerasbert-finetune` gives the same file."""
+    from kerasbert.training.finetune import FinetuneSettings
+    from kerasbert.training.finetuning_tasks import TextEmbeddingFinetuning
+    from tests.proofs.embeddings import halves
+
+    examples = halves("dev", 200)
+    dev_file = tmp_path / "dev.tsv"
+    dev_file.write_text("".join(f"{example.anchor}\t{example.positive}\n"
+                                for example in examples))
+    model = kerasbert.models.build_task_model(keras.saving.load_model(pretrained_tiny_bert_file),
+                                              "text_embedding", pooling="mean", normalize=True)
+    model.save(tmp_path / "embedding.keras")
+    output = tmp_path / "export"
+    result = run_binary("export", f"--model={tmp_path / 'embedding.keras'}",
+                        f"--output_dir={output}", "--formats=tflite,onnx",
+                        "--quantize=none,dynamic_int8", f"--max_seq_length={MAX_SEQ_LENGTH}",
+                        f"--tokenizer={demo.vocabulary_dir('wordpiece')}",
+                        f"--eval_file={dev_file}", "--task=text_embedding")
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads((output / "export_report.json").read_text())
+    labelled = report["labelled_set"]
+    tokenizer = kerasbert.tokenizers.from_hf(demo.vocabulary_dir("wordpiece"))
+    finetune_score = TextEmbeddingFinetuning().evaluate(
+        model, examples, tokenizer, FinetuneSettings(max_seq_length=MAX_SEQ_LENGTH), 32, None,
+        None).metrics["mrr@10"]
+    assert labelled["float_metrics"]["queries"] == 200
+    assert labelled["float_metrics"]["mrr@10"] == pytest.approx(finetune_score, abs=1e-6)
+    for name in ("model_dynamic_int8.tflite", "model_dynamic_int8.onnx"):
+        entry = report["artifacts"][name]
+        assert entry["verified"] and entry["decided_by"] == "agreement_and_task_metric", name
+        [check] = [check for check in entry["checks"] if check["check"] == "task_metric"]
+        assert check["passed"] and check["metrics"]["queries"] == 200
+        assert abs(check["score_points"] - 100 * finetune_score) <= 1.0, (name, check)
