@@ -47,14 +47,15 @@ KIND_RULES = (
     (FAULT_INJECTION, re.compile(r"^tests/reliability/")),
     (LEARNING_PROOFS, re.compile(
         r"^tests/training/test_(learning|finetune_learning|distillation_proof|"
-        r"finetune_tasks_learn|bfloat16)\.py")),
+        r"finetune_tasks_learn|bfloat16|embedding_learning)\.py")),
     (DOCS, re.compile(r"^tests/test_(docs|docstrings)\.py")),
     (EXPORT, re.compile(r"^tests/export/")),
     # Modules whose tests run the console scripts (in-process `main` or a new process).
     (BINARIES, re.compile(
         r"^tests/(.*_cli\.py|test_demo\.py|test_binary_errors\.py|test_startup\.py|"
         r"test_packaging\.py|data/test_(create_pretraining_data|distributed_creation|"
-        r"data_service|document_cap)\.py|training/test_(preemption|distribute)\.py|"
+        r"data_service|document_cap)\.py|training/test_(preemption|distribute|"
+        r"text_embedding_finetune)\.py|"
         r".*remote_paths\.py)")),
 )
 
