@@ -117,6 +117,14 @@ class TextEmbeddingModel(BatchDictTraining, keras.Model):
         """The length of the output vectors."""
         return int(self.output["embedding"].shape[-1])
 
+    def encode(self, texts, tokenizer, batch_size=32, max_seq_length=None):
+        """The vectors of `texts` (float32 `[len(texts), dim]`, in their order), embedded as
+        `SentenceTransformer.encode` embeds them: sorted by length, each batch padded only to
+        its longest text (`kerasbert.models.embedding_encode.encode_texts`)."""
+        from kerasbert.models.embedding_encode import encode_texts
+
+        return encode_texts(self, tokenizer, texts, batch_size, max_seq_length)
+
     # === Training: contrastive batches straight into `fit` ===
 
     def compile(self, optimizer="adam", loss="auto", **kwargs):

@@ -68,6 +68,23 @@ def test_embeddings_match_sentence_transformers(case, tmp_path):
         np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-6)
 
 
+
+@pytest.mark.parametrize("family,pooling", [("bert", "lasttoken"), ("roberta", "mean")])
+def test_encode_sorts_batches_and_returns_sentence_transformers_vectors_in_order(
+        family, pooling, tmp_path):
+    """`TextEmbeddingModel.encode` (sorted by length, batches cut to their longest text
+    rounded up to 8 tokens; RoBERTa pads with id 1) gives `encode`'s vectors in input order."""
+    folder, reference = save_sentence_transformers_model(tmp_path, family, pooling,
+                                                         normalize=True)
+    model = kerasbert.convert.from_hf(folder)
+    expected = reference.encode(TEXTS, batch_size=4, convert_to_numpy=True)
+    ours = model.encode(TEXTS, tokenizer_from_hf(folder), batch_size=4)
+    assert ours.dtype == np.float32 and ours.shape == expected.shape
+    np.testing.assert_allclose(ours, expected, rtol=0, atol=TOLERANCE)
+    np.testing.assert_allclose(model.encode(TEXTS[3], tokenizer_from_hf(folder)),
+                               expected[3:4], rtol=0, atol=TOLERANCE)
+    assert model.encode([], tokenizer_from_hf(folder)).shape == (0, expected.shape[1])
+
 def test_reads_old_style_folders_prompts_and_similarity(tmp_path):
     """Boolean pooling keys, max_seq_length in sentence_bert_config.json (which wins over the
     tokenizer's), prompts and the similarity function, as older sentence-transformers wrote."""
