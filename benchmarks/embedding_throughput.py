@@ -7,23 +7,23 @@ is saved as a sentence-transformers folder (mean pooling, Normalize). Then, embe
 `--sentences` corpus sentences (lines of the shipped Python documentation corpus, of their real
 lengths, at most `--max_seq_length` tokens) in batches of `--batch_size`:
 
-- kerasbert: the folder through `kerasbert.convert.from_hf`; the sentences sorted by length
-  (as sentence-transformers does), each batch padded to its length bucket
-  (`kerasbert.data.length_buckets`), run by `kerasbert.models.inference_function` (XLA in
-  float32); on a CPU with bfloat16 units (avx512_bf16 / amx_bf16) also under
-  `mixed_bfloat16` (oneDNN, no XLA), and the faster of the two is "ours". Tokenizing
-  (kerasbert's in-graph WordPiece) is inside the timed region.
+- kerasbert: the folder through `kerasbert.convert.from_hf`, embedding with
+  `TextEmbeddingModel.encode` (sorted by length as sentence-transformers sorts, each batch
+  tokenized in the graph and cut to its longest text rounded up to 8 tokens, run by
+  `kerasbert.models.inference_function`: XLA in float32); on a CPU with bfloat16 units
+  (avx512_bf16 / amx_bf16) also under `mixed_bfloat16` (oneDNN, no XLA), and the faster of the
+  two is "ours". Sorting and tokenizing are inside the timed region.
 - sentence-transformers: `SentenceTransformer(folder).encode(sentences, batch_size)`, PyTorch
   eager, float32, its own tokenizer and length sorting; `torch.set_num_threads` left at
   PyTorch's default (printed).
 - keras-hub: `BertTextEmbedder(BertBackbone(same shape), pooling_mode="mean",
   normalize=True)` with its own random weights (speed does not depend on them; its vectors
-  are not compared), fed kerasbert's token ids in the same length-sorted
-  batches, each padded to its longest row (keras-hub's preprocessor pads to a fixed length;
+  are not compared), fed kerasbert's token ids in batches sorted by token count (longest
+  first), each padded to its longest row (keras-hub's preprocessor pads to a fixed length;
   this is the fair, faster way), called through a `tf.function` with XLA; its tokenizer is
   left out of its time (an advantage for keras-hub).
 
-Each system embeds the whole corpus once untimed (tracing, XLA compiling once per bucket),
+Each system embeds the whole corpus once untimed (tracing, XLA compiling once per shape),
 then `--repeats` times timed; sentences per second is the corpus over the median time. The
 vectors of ours are compared (minimum cosine similarity to sentence-transformers') so that a
 fast wrong answer cannot pass.
@@ -31,7 +31,7 @@ fast wrong answer cannot pass.
 Single query: `kerasbert-export` writes the MiniLM-shape model's `model_text.tflite` (raw
 text in, normalized vector out); its median latency for one short query ("How do I read a
 file line by line?") through `ai_edge_litert`'s interpreter with tensorflow-text's kernels is
-compared with `SentenceTransformer.encode` of that one query.
+compared with `SentenceTransformer.encode` of that one query, both on PyTorch's thread count.
 
 Targets (issue 40): ours >= 1.5x sentence-transformers and >= 1.5x keras-hub (sentences per
 second, each shape); the raw-text TFLite file >= 2x sentence-transformers' single-query encode.
@@ -62,7 +62,6 @@ import transformers  # noqa: E402
 import kerasbert  # noqa: E402
 from kerasbert.bfloat16 import cpu_bfloat16_flags  # noqa: E402
 from kerasbert.data import demo  # noqa: E402
-from kerasbert.data.length_buckets import bucket_lengths  # noqa: E402
 from kerasbert.tokenizers.text_files import iterate_lines  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -113,31 +112,16 @@ def sentence_transformers_folder(directory, shape, vocabulary_dir):
 
 
 def length_sorted_batches(tokenizer, sentences, batch_size, max_seq_length):
-    """`(order, batches)`: the sentences' indices sorted by token count (longest first, as
-    sentence-transformers sorts), and their texts in batches of that order."""
+    """The sentences sorted by token count (longest first), in batches."""
     lengths = tokenizer.tokenize(sentences).row_lengths().numpy()
     order = np.argsort(-np.minimum(lengths, max_seq_length - 2), kind="stable")
     texts = [sentences[index] for index in order]
-    return order, [texts[start:start + batch_size] for start in range(0, len(texts), batch_size)]
+    return [texts[start:start + batch_size] for start in range(0, len(texts), batch_size)]
 
 
-def ours_embed(model, tokenizer, batches, max_seq_length):
-    """A function embedding `batches` of texts with kerasbert: tokenizing in the graph, each
-    batch cut to its length bucket, `inference_function` (XLA unless bfloat16 on a CPU)."""
-    infer = kerasbert.models.inference_function(model)
-    buckets = tf.constant(bucket_lengths(max_seq_length))
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def pack(texts):
-        packed = tokenizer(texts, max_length=max_seq_length, padding="max_length")
-        longest = tf.reduce_max(tf.reduce_sum(packed["padding_mask"], axis=1))
-        width = tf.gather(buckets, tf.searchsorted(buckets, tf.reshape(longest, [1]))[0])
-        return {name: value[:, :width] for name, value in packed.items()}
-
-    def embed():
-        return np.concatenate([infer(pack(tf.constant(batch)))["embedding"].numpy()
-                               for batch in batches])
-    return embed
+def ours_embed(model, tokenizer, sentences, batch_size):
+    """A function embedding `sentences` with kerasbert's `TextEmbeddingModel.encode`."""
+    return lambda: model.encode(sentences, tokenizer, batch_size)
 
 
 def keras_hub_embedder(vocabulary_size, shape):
@@ -184,7 +168,7 @@ def measure_shape(name, shape, sentences, args, work_dir):
     folder = sentence_transformers_folder(os.path.join(work_dir, name), shape, vocabulary_dir)
     reference_model = SentenceTransformer(folder, device="cpu")
     tokenizer = kerasbert.tokenizers.from_hf(folder)
-    order, batches = length_sorted_batches(tokenizer, sentences, args.batch_size,
+    batches = length_sorted_batches(tokenizer, sentences, args.batch_size,
                                            args.max_seq_length)
     rows, vectors = {}, {}
     st_seconds, st_vectors = timed(lambda: reference_model.encode(
@@ -194,7 +178,7 @@ def measure_shape(name, shape, sentences, args, work_dir):
     for policy in policies:
         keras.config.set_dtype_policy(policy)
         model = kerasbert.convert.from_hf(folder)
-        seconds, result = timed(ours_embed(model, tokenizer, batches, args.max_seq_length),
+        seconds, result = timed(ours_embed(model, tokenizer, sentences, args.batch_size),
                                 args.repeats)
         label = f"{OURS} ({policy})"
         rows[label], vectors[label] = seconds, result
@@ -203,8 +187,7 @@ def measure_shape(name, shape, sentences, args, work_dir):
     seconds, _ = timed(keras_hub_embed(keras_hub_embedder(model.encoder.config.vocab_size, shape),
                                        tokenizer, batches, args.max_seq_length), args.repeats)
     rows[KERAS_HUB] = seconds
-    in_order = st_vectors[order]
-    cosines = {label: min_cosine(value, in_order) for label, value in vectors.items()}
+    cosines = {label: min_cosine(value, st_vectors) for label, value in vectors.items()}
     ours = min((label for label in rows if label.startswith(OURS)), key=rows.get)
     cosines[ST] = 1.0
     table = [[label, f"{len(sentences) / seconds:,.1f}", f"{seconds:.2f}",
@@ -229,7 +212,8 @@ def single_query(folder, reference_model, model, tokenizer, args, work_dir):
                             text_signatures=True, tokenizer=tokenizer)
     interpreter = InterpreterWithCustomOps(
         model_path=os.path.join(output, "model_text.tflite"),
-        custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
+        custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS,
+        num_threads=torch.get_num_threads())  # as many threads as PyTorch's
     runner = interpreter.get_signature_runner("serve_text")
     query = np.array([QUERY], dtype=object)
     calls = max(args.repeats, 20)
