@@ -98,6 +98,7 @@ def _text_embedding_model(encoder, folder):
     model = TextEmbeddingModel(encoder, pooling=folder.pooling,
                                dense_layers=list(folder.dense_layers), normalize=folder.normalize,
                                similarity=folder.similarity, prompts=folder.prompts,
+                               default_prompt_name=folder.default_prompt_name,
                                max_seq_length=max_seq_length)
     for index, (kernel, bias) in enumerate(folder.dense_weights):
         layer = model.get_layer(f"dense_{index}")

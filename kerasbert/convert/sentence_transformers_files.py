@@ -62,7 +62,7 @@ def sentence_transformers_files(model):
         for index, (kind, path) in enumerate(modules)])
     files["config_sentence_transformers.json"] = _json({
         "model_type": "SentenceTransformer", "prompts": dict(model.prompts),
-        "default_prompt_name": None, "similarity_fn_name": model.similarity})
+        "default_prompt_name": model.default_prompt_name, "similarity_fn_name": model.similarity})
     return files
 
 

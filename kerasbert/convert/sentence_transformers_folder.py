@@ -49,6 +49,7 @@ class SentenceTransformersModel:
     similarity: str
     prompts: dict
     max_seq_length: int | None
+    default_prompt_name: str | None = None
 
 
 def read_sentence_transformers_folder(directory):
@@ -78,7 +79,14 @@ def read_sentence_transformers_folder(directory):
     transformer_dir, transformer = transformer_settings(directory)
     pooling, dimension = _pooling(paths[kinds.index("Pooling")])
     dense = [_dense(path) for path, kind in zip(paths, kinds) if kind == "Dense"]
-    usage = _optional_json(file_system.join(directory, "config_sentence_transformers.json"))
+    usage_path = file_system.join(directory, "config_sentence_transformers.json")
+    usage = _optional_json(usage_path)
+    prompts = dict(usage.get("prompts") or {})
+    default_prompt_name = usage.get("default_prompt_name")
+    if default_prompt_name is not None and default_prompt_name not in prompts:
+        raise SentenceTransformersFolderError(
+            f"{usage_path}: default_prompt_name {default_prompt_name!r} is not one of its "
+            f"prompts {sorted(prompts)}")
     max_seq_length = transformer.get("max_seq_length")
     if max_seq_length is None:
         tokenizer_settings = _optional_json(file_system.join(transformer_dir,
@@ -90,7 +98,7 @@ def read_sentence_transformers_folder(directory):
         dense_weights=tuple(weights for _, weights in dense),
         normalize=order[-1] == "Normalize",
         similarity=usage.get("similarity_fn_name") or "cosine",
-        prompts=dict(usage.get("prompts") or {}),
+        prompts=prompts, default_prompt_name=default_prompt_name,
         max_seq_length=max_seq_length if isinstance(max_seq_length, int) else None)
 
 

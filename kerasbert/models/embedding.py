@@ -47,8 +47,11 @@ class TextEmbeddingModel(BatchDictTraining, keras.Model):
     sentence-transformers' `Dense` modules) and, with `normalize`, scaled to
     unit length: a sentence-transformers model as one Keras model.
     `similarity` (cosine, dot, euclidean or manhattan), `prompts` (`{name:
-    prefix}`) and `max_seq_length` describe how the model is meant to be used
-    and are saved with it (and written back to a sentence-transformers folder).
+    prefix}`), `default_prompt_name` (a key of `prompts` that `encode`
+    prepends when no other prompt is named) and `max_seq_length` describe how
+    the model is meant to be used and are saved with it (and written back to a
+    sentence-transformers folder). Calls, `predict` and the exported files take
+    the texts' ids as they are: a prompt is part of the text given to them.
 
     Training with `fit`: batches are dicts of columns, `{"anchor": inputs,
     "positive": inputs}` and optionally `"negative": inputs` (each the
@@ -67,7 +70,8 @@ class TextEmbeddingModel(BatchDictTraining, keras.Model):
     """
 
     def __init__(self, encoder, pooling="mean", dense_layers=None, normalize=False,
-                 similarity="cosine", prompts=None, max_seq_length=None, **kwargs):
+                 similarity="cosine", prompts=None, max_seq_length=None, default_prompt_name=None,
+                 **kwargs):
         if not isinstance(encoder, Encoder):
             raise TypeError(f"encoder must be a kerasbert Encoder, got {type(encoder).__name__}")
         modes = pooling_modes(pooling)
@@ -79,6 +83,9 @@ class TextEmbeddingModel(BatchDictTraining, keras.Model):
         if not all(isinstance(key, str) and isinstance(value, str)
                    for key, value in prompts.items()):
             raise ValueError(f"prompts must map names to prefix strings, got {prompts!r}")
+        if default_prompt_name is not None and default_prompt_name not in prompts:
+            raise ValueError(f"default_prompt_name {default_prompt_name!r} is not a key of "
+                             f"prompts {sorted(prompts)}")
         if max_seq_length is not None and (isinstance(max_seq_length, bool) or not isinstance(
                 max_seq_length, int) or not 2 < max_seq_length <= encoder.config.max_sequence_length):
             raise ValueError(f"max_seq_length must be an integer in [3, "
@@ -110,6 +117,7 @@ class TextEmbeddingModel(BatchDictTraining, keras.Model):
         self.normalize = bool(normalize)
         self.similarity = similarity
         self.prompts = prompts
+        self.default_prompt_name = default_prompt_name
         self.max_seq_length = max_seq_length
 
     @property
@@ -117,12 +125,20 @@ class TextEmbeddingModel(BatchDictTraining, keras.Model):
         """The length of the output vectors."""
         return int(self.output["embedding"].shape[-1])
 
-    def encode(self, texts, tokenizer, batch_size=32, max_seq_length=None):
+    def encode(self, texts, tokenizer, batch_size=32, max_seq_length=None, prompt_name=None):
         """The vectors of `texts` (float32 `[len(texts), dim]`, in their order), embedded as
-        `SentenceTransformer.encode` embeds them: sorted by length, each batch padded only to
-        its longest text (`kerasbert.models.embedding_encode.encode_texts`)."""
+        `SentenceTransformer.encode` embeds them: each text after the prompt `prompt_name`
+        (default: `default_prompt_name`'s, if any), sorted by length, each batch padded only
+        to its longest text (`kerasbert.models.embedding_encode.encode_texts`)."""
         from kerasbert.models.embedding_encode import encode_texts
 
+        prompt_name = prompt_name or self.default_prompt_name
+        if prompt_name is not None and prompt_name not in self.prompts:
+            raise ValueError(f"prompt_name {prompt_name!r}: {self.name} has the prompts "
+                             f"{sorted(self.prompts)}")
+        prefix = self.prompts[prompt_name] if prompt_name is not None else ""
+        if prefix:
+            texts = [prefix + text for text in ([texts] if isinstance(texts, str) else texts)]
         return encode_texts(self, tokenizer, texts, batch_size, max_seq_length)
 
     # === Training: contrastive batches straight into `fit` ===
@@ -170,6 +186,7 @@ class TextEmbeddingModel(BatchDictTraining, keras.Model):
             "similarity": self.similarity,
             "prompts": dict(self.prompts),
             "max_seq_length": self.max_seq_length,
+            "default_prompt_name": self.default_prompt_name,
         }
 
     @classmethod

@@ -85,6 +85,38 @@ def test_encode_sorts_batches_and_returns_sentence_transformers_vectors_in_order
                                expected[3:4], rtol=0, atol=TOLERANCE)
     assert model.encode([], tokenizer_from_hf(folder)).shape == (0, expected.shape[1])
 
+
+def test_encode_prepends_the_default_prompt_or_the_one_named(tmp_path):
+    """A folder with prompts and a `default_prompt_name` (as e5- and bge-style models ship):
+    `encode` prepends the default prompt, or the one `prompt_name` names, as
+    `SentenceTransformer.encode` does; `to_hf` writes both back."""
+    folder, _ = save_sentence_transformers_model(tmp_path / "source", "bert", "mean",
+                                                 normalize=True)
+    _edit_json(folder / "config_sentence_transformers.json", lambda settings: {
+        **settings, "prompts": {"query": "query: ", "passage": "passage: "},
+        "default_prompt_name": "query"})
+    reference = SentenceTransformer(str(folder), device="cpu")
+    model = kerasbert.convert.from_hf(folder)
+    tokenizer = tokenizer_from_hf(folder)
+    assert model.default_prompt_name == "query"
+    expected = reference.encode(TEXTS, batch_size=4)
+    np.testing.assert_allclose(model.encode(TEXTS, tokenizer), expected, rtol=0, atol=TOLERANCE)
+    np.testing.assert_allclose(_our_embeddings(model, folder, ["query: " + text for text in TEXTS]),
+                               expected, rtol=0, atol=TOLERANCE)
+    np.testing.assert_allclose(model.encode(TEXTS, tokenizer, prompt_name="passage"),
+                               reference.encode(TEXTS, batch_size=4, prompt_name="passage"),
+                               rtol=0, atol=TOLERANCE)
+    assert np.abs(model.encode(TEXTS, tokenizer) -
+                  _our_embeddings(model, folder, TEXTS)).max() > 1e-3  # the prompt matters
+    with pytest.raises(ValueError, match=r"prompt_name 'title': .* has the prompts "
+                                         r"\['passage', 'query'\]"):
+        model.encode(TEXTS, tokenizer, prompt_name="title")
+    written = kerasbert.convert.to_hf(model, tmp_path / "written", tokenizer=tokenizer)
+    again = SentenceTransformer(str(written), device="cpu")
+    assert (again.default_prompt_name, again.prompts["passage"]) == ("query", "passage: ")
+    np.testing.assert_allclose(again.encode(TEXTS, batch_size=4), expected, rtol=0,
+                               atol=TOLERANCE)
+
 def test_reads_old_style_folders_prompts_and_similarity(tmp_path):
     """Boolean pooling keys, max_seq_length in sentence_bert_config.json (which wins over the
     tokenizer's), prompts and the similarity function, as older sentence-transformers wrote."""
@@ -136,6 +168,10 @@ def test_reads_old_style_folders_prompts_and_similarity(tmp_path):
     (lambda folder: _edit_json(folder / "1_Pooling" / "config.json", lambda settings: {
         **settings, "pooling_mode": "median"}),
      "pooling mode 'median'"),
+    (lambda folder: _edit_json(folder / "config_sentence_transformers.json", lambda settings: {
+        **settings, "prompts": {"query": "query: "}, "default_prompt_name": "passage"}),
+     "config_sentence_transformers.json: default_prompt_name 'passage' is not one of its "
+     r"prompts \['query'\]"),
 ])
 def test_refuses_folders_it_cannot_reproduce(edit, message, tmp_path):
     folder, _ = save_sentence_transformers_model(tmp_path, "bert", "mean",

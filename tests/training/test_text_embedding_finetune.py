@@ -1,7 +1,8 @@
 """`kerasbert-finetune --task=text_embedding`: contrastive training from a sentence-transformers
 folder (its pooling and normalization carried), dev retrieval scores equal to
 sentence-transformers' evaluator on the trained model written back as its folder, the test split
-scored into test_scores.json, eval mode reproducing them; and the errors it reports."""
+scored into test_scores.json, eval mode reproducing them; a kill -9 mid-run resumed bit for bit;
+mixed_bfloat16 learning what float32 learns; and the errors it reports."""
 
 import gzip
 import json
@@ -145,7 +146,8 @@ def test_a_killed_run_resumes_bit_for_bit(workspace, trained, tmp_path):
 def test_trains_in_bfloat16_to_the_float32_run_s_vectors(workspace, trained, tmp_path):
     """Under mixed_bfloat16 the same run (emulated where the CPU lacks the units) learns what
     the float32 run learns: its dev MRR@10 within 0.05 of float32's, and the two trained
-    models' vectors of the dev anchors at a cosine of at least 0.99 (measured: 0.9968, 0.003)."""
+    models' vectors of the dev anchors at a cosine of at least 0.99 (measured on 2026-11-30:
+    a smallest cosine of 0.9968 and an MRR@10 gap of 0.003)."""
     root, source = workspace
     model_dir = tmp_path / "bfloat16"
     _run(*_training_flags(root, source, model_dir, "--mixed_precision=mixed_bfloat16"))
