@@ -205,14 +205,20 @@ def test_other_task_formats_are_scored_on_the_artifact(task_name, demo_tokenizer
         model.compile(optimizer=keras.optimizers.Adam(1e-2))
         model.fit(task.dataset(task.read(str(path), "dev"), demo_tokenizer, settings, 32,
                                training=True), epochs=8, verbose=0)
+    # Multiple choice is judged on the float16 file: on CPUs with VNNI / AMX int8 kernels the
+    # dynamic-int8 file of this 32-wide toy model flips 15-64 of its 200 near-tied choices
+    # (agreement 0.68-0.93 over 8-30 epochs at 1e-2 to 3e-3, measured on 2026-11-30), which the
+    # rule rightly refuses; on AVX2-only CPUs it passed.
+    variant = "float16" if task_name == "swag" else "dynamic_int8"
     report = kerasbert.export.export(model, tmp_path / "out", formats=("tflite",),
-                                     quantize=("dynamic_int8",), max_seq_length=length,
+                                     quantize=(variant,), max_seq_length=length,
                                      tokenizer=demo_tokenizer, eval_file=path, task=task_name)
     evaluation = task.evaluate(model, task.read(str(path), "dev"), demo_tokenizer, settings, 32,
                                str(tmp_path / "predictions"), str(path))
     assert report["labelled_set"]["float_score_points"] == pytest.approx(
         evaluation.score * task.score_to_percent, abs=1e-5)
-    entry = report["artifacts"]["model_dynamic_int8.tflite"]
+    entry = report["artifacts"][f"model_{variant}.tflite"]
+    assert entry["judged_as"] == "quantized"
     assert entry["task_metric"]["task"] == task_name and entry["task_metric"]["passed"]
     assert entry["judged_on"]["inputs"] >= JUDGING_EXAMPLES
     kinds = {"squad_v1": "span_logits", "conll2003": "token_logits", "swag": "example_logits"}

@@ -113,7 +113,7 @@ def test_trains_scores_and_reproduces_sentence_transformers_retrieval(workspace,
 
 
 def test_a_killed_run_resumes_bit_for_bit(workspace, trained, tmp_path):
-    """kill -9 after the first checkpoint, then the same command again: the run ends where the
+    """kill -9 once the first checkpoint is recorded, then the same command again: the run ends where the
     uninterrupted one ends (every tensor of the final checkpoint, the best model's weights,
     the result files byte for byte)."""
     root, source = workspace
@@ -123,7 +123,8 @@ def test_a_killed_run_resumes_bit_for_bit(workspace, trained, tmp_path):
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     deadline = time.time() + 300
-    while not (model_dir / "ckpt-3.index").exists() and process.poll() is None:
+    state = model_dir / "checkpoint"  # names ckpt-3 once it is whole and recorded
+    while not (state.exists() and "ckpt-3" in state.read_text()) and process.poll() is None:
         assert time.time() < deadline, "no checkpoint within 5 minutes"
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
