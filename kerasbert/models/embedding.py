@@ -128,8 +128,9 @@ class TextEmbeddingModel(BatchDictTraining, keras.Model):
     def encode(self, texts, tokenizer, batch_size=32, max_seq_length=None, prompt_name=None):
         """The vectors of `texts` (float32 `[len(texts), dim]`, in their order), embedded as
         `SentenceTransformer.encode` embeds them: each text after the prompt `prompt_name`
-        (default: `default_prompt_name`'s, if any), sorted by length, each batch padded only
-        to its longest text (`kerasbert.models.embedding_encode.encode_texts`)."""
+        (default: `default_prompt_name`'s, if any), sorted by length, each batch padded to
+        its longest text rounded up to 8 tokens
+        (`kerasbert.models.embedding_encode.encode_texts`)."""
         from kerasbert.models.embedding_encode import encode_texts
 
         prompt_name = prompt_name or self.default_prompt_name
