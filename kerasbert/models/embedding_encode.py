@@ -1,7 +1,7 @@
-"""Embedding a list of texts fast, as `SentenceTransformer.encode` does: sorted by length
-(in tokens, longest first), batched, each batch tokenized in the graph and cut to its longest text rounded up to a multiple
-of `PAD_MULTIPLE` tokens, run by `inference_function` (XLA in float32, oneDNN's kernels under
-bfloat16 on a CPU), and returned in the order given."""
+"""Embedding a list of texts fast, as `SentenceTransformer.encode` does: tokenized once, sorted
+by length (in tokens, longest first), batched, each batch packed in the graph and cut to its
+longest text rounded up to a multiple of `PAD_MULTIPLE` tokens, run by `inference_function`
+(XLA in float32, oneDNN's kernels under bfloat16 on a CPU), and returned in the order given."""
 
 import weakref
 
@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert.models.inference import inference_function
+from kerasbert.tokenizers.packing import pack as pack_ids
 
 # Batches are padded to a multiple of this many tokens: close to their longest text, and few
 # distinct shapes for XLA to compile.
@@ -47,32 +48,32 @@ def encode_texts(model, tokenizer, texts, batch_size=32, max_seq_length=None):
     if not texts:
         return np.zeros((0, model.embedding_size), np.float32)
     embed = _embedding_function(model, tokenizer, max_seq_length)
-    lengths = tokenizer.tokenize(tf.constant(texts)).row_lengths().numpy()
-    order = np.argsort(-np.minimum(lengths, max_seq_length), kind="stable")
+    ids = tokenizer.tokenize(tf.constant(texts))  # once: for the order and for the batches
+    order = np.argsort(-np.minimum(ids.row_lengths().numpy(), max_seq_length), kind="stable")
     vectors = np.empty((len(texts), model.embedding_size), np.float32)
     for start in range(0, len(texts), batch_size):
         rows = order[start:start + batch_size]
-        vectors[rows] = embed(tf.constant([texts[row] for row in rows])).numpy()
+        vectors[rows] = embed(tf.gather(ids, rows)).numpy()
     return vectors
 
 
 def _embedding_function(model, tokenizer, max_seq_length):
-    """The traced function from a batch of texts to float32 vectors, made once per model,
+    """The traced function from a batch of ragged token ids to float32 vectors, made once per model,
     tokenizer and length."""
     functions = _FUNCTIONS.setdefault(model, {})
     key = (id(tokenizer), max_seq_length)
     if key not in functions:
         infer = inference_function(model)
 
-        def pack(texts):
-            packed = tokenizer(texts, max_length=max_seq_length, padding="max_length")
+        def pack(ids):
+            packed = pack_ids(ids, None, tokenizer.layout, max_length=max_seq_length)
             longest = tf.reduce_max(tf.reduce_sum(packed["padding_mask"], axis=1))
             width = tf.minimum(-(-longest // PAD_MULTIPLE) * PAD_MULTIPLE, max_seq_length)
             return {name: value[:, :width] for name, value in packed.items()}
 
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
-        def embed(texts):
-            return tf.cast(infer(pack(texts))["embedding"], tf.float32)
+        @tf.function(reduce_retracing=True, autograph=False)
+        def embed(ids):
+            return tf.cast(infer(pack(ids))["embedding"], tf.float32)
 
         functions[key] = (tokenizer, embed)  # the tokenizer kept alive while its id is a key
     return functions[key][1]
