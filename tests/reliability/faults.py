@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -110,6 +111,22 @@ def checked_run(command, log_dir, marker=None, events=None):
 def appears(pattern):
     """A marker: a file matching the glob `pattern` exists."""
     return lambda _: bool(glob.glob(str(pattern)))
+
+
+def recorded(prefix):
+    """A marker: the checkpoint state file beside `prefix` (`.../ckpt-4`) names it, so the
+    checkpoint is whole and a rerun resumes from it. Its `.index` file appears earlier: a kill
+    between the two leaves a rerun starting from the checkpoint before."""
+    state = os.path.join(os.path.dirname(str(prefix)), "checkpoint")
+    name = re.compile(r'"(?:[^"]*/)?%s"' % re.escape(os.path.basename(str(prefix))))
+
+    def check(_):
+        try:
+            with open(state, encoding="utf-8") as file:
+                return bool(name.search(file.read()))
+        except FileNotFoundError:
+            return False
+    return check
 
 
 def appears_anew(pattern):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.reliability.faults import (KillChain, appears, chain_figures, checked_run,
+from tests.reliability.faults import (KillChain, chain_figures, checked_run, recorded,
                                       checkpoint_values, finetune_command, kill_points,
                                       same_values)
 
@@ -53,7 +53,7 @@ def outcome(tmp_path_factory, figures):
     steps = range(INTERVAL, STEPS + 1, INTERVAL)
     reference = checked_run(
         command(root / "reference"), root / "logs" / "reference",
-        events={step: appears(root / "reference" / f"ckpt-{step}.index") for step in steps})
+        events={step: recorded(root / "reference" / f"ckpt-{step}") for step in steps})
     expected = checkpoint_values(root / "reference" / f"ckpt-{STEPS}")
     expected_results = {name: (root / "reference" / name).read_text() for name in RESULTS}
     times = [reference.events[step] for step in steps]
@@ -63,9 +63,9 @@ def outcome(tmp_path_factory, figures):
     def plan(delay):
         latest = tf.train.latest_checkpoint(str(model_dir))
         step = int(latest.rsplit("-", 1)[1]) if latest else 0
-        return {"marker": appears(model_dir / f"ckpt-{step + INTERVAL}.index"),
+        return {"marker": recorded(model_dir / f"ckpt-{step + INTERVAL}"),
                 "kill_after": delay,
-                "kill_when": appears(model_dir / f"ckpt-{step + 2 * INTERVAL}.index")}
+                "kill_when": recorded(model_dir / f"ckpt-{step + 2 * INTERVAL}")}
 
     # Each run is killed a seeded random fraction of a checkpoint interval (or of the epoch's
     # evaluation, which comes in its place at an epoch's end) after its first new checkpoint, at

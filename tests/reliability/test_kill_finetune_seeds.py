@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.reliability.faults import (KillChain, appears, chain_figures, checked_run,
+from tests.reliability.faults import (KillChain, chain_figures, checked_run, recorded,
                                       checkpoint_values, finetune_command, kill_points,
                                       same_values)
 
@@ -54,12 +54,12 @@ def _final_values(model_dir):
 
 
 def _next_checkpoints(model_dir):
-    """The two checkpoints a rerun writes next: `(first, second)` globs, across seeds."""
+    """The two checkpoints a rerun writes next, across seeds: `(first, second)` prefixes."""
     points = []
     for seed in SEEDS:
         latest = tf.train.latest_checkpoint(str(model_dir / f"seed_{seed}"))
         step = int(latest.rsplit("-", 1)[1]) if latest else 0
-        points += [model_dir / f"seed_{seed}" / f"ckpt-{later}.index"
+        points += [model_dir / f"seed_{seed}" / f"ckpt-{later}"
                    for later in range(step + INTERVAL, STEPS + 1, INTERVAL)]
     return points[0], points[min(1, len(points) - 1)]
 
@@ -74,7 +74,7 @@ def outcome(tmp_path_factory, figures):
     reference_dir = root / "reference"
     reference = checked_run(
         command(reference_dir), root / "logs" / "reference",
-        events={step: appears(reference_dir / "seed_0" / f"ckpt-{step}.index")
+        events={step: recorded(reference_dir / "seed_0" / f"ckpt-{step}")
                 for step in steps})
     expected, expected_results = _final_values(reference_dir), _result_files(reference_dir)
     times = [reference.events[step] for step in steps]
@@ -83,7 +83,7 @@ def outcome(tmp_path_factory, figures):
 
     def plan(delay):
         first, second = _next_checkpoints(model_dir)
-        return {"marker": appears(first), "kill_after": delay, "kill_when": appears(second)}
+        return {"marker": recorded(first), "kill_after": delay, "kill_when": recorded(second)}
 
     # Each run is killed a seeded random fraction of a checkpoint interval after its first new
     # checkpoint (of whichever seed it is in), at the latest when it writes its second: five

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from kerasbert.data.demo import vocabulary_dir
 from tests.helpers import demo_wordpiece_tokenizer
-from tests.reliability.faults import (KillChain, appears, chain_figures, checked_run,
+from tests.reliability.faults import (KillChain, chain_figures, checked_run, recorded,
                                       checkpoint_values, kill_points, pretrain_command, run,
                                       same_values,
                                       small_corpus, write_pretraining_records)
@@ -49,7 +49,7 @@ def outcome(tmp_path_factory, figures):
 
     reference = checked_run(
         command(root / "reference"), root / "logs" / "reference",
-        events={step: appears(root / "reference" / f"ckpt-{step}.index") for step in CHECKPOINTS})
+        events={step: recorded(root / "reference" / f"ckpt-{step}") for step in CHECKPOINTS})
     expected = checkpoint_values(root / "reference" / "ckpt-30")
     # Each run is killed a seeded random fraction of a checkpoint interval after it writes its
     # first checkpoint (at the latest when it writes its second: the machine's load changes its
@@ -61,8 +61,8 @@ def outcome(tmp_path_factory, figures):
     def plan(delay):
         latest = tf.train.latest_checkpoint(str(model_dir))
         step = int(latest.rsplit("-", 1)[1]) if latest else 0
-        return {"marker": appears(model_dir / f"ckpt-{step + 5}.index"), "kill_after": delay,
-                "kill_when": appears(model_dir / f"ckpt-{step + 10}.index")}
+        return {"marker": recorded(model_dir / f"ckpt-{step + 5}"), "kill_after": delay,
+                "kill_when": recorded(model_dir / f"ckpt-{step + 10}")}
 
     chain = KillChain(command(model_dir), root / "logs",
                       [lambda delay=delay: plan(delay)
