@@ -8,6 +8,10 @@ from kerasbert.families.model_traits import ModelTraits
 from kerasbert.layers.activations import ACTIVATION_NAMES
 
 
+# The encoder switches' values when neither the caller nor the family sets them: BERT's.
+SWITCH_DEFAULTS = dict(global_attention_every=1, gated_mlp=False, pre_norm=False, use_bias=True)
+
+
 @dataclasses.dataclass(frozen=True)
 class EncoderConfig:
     """Architecture of a BERT, RoBERTa, ALBERT, ELECTRA or DistilBERT encoder.
@@ -32,6 +36,18 @@ class EncoderConfig:
       and ignored). Every other family has at least one row (default 2).
     - `sinusoidal_positions`: DistilBERT's fixed sine/cosine position table
       (not trained) instead of a learned one.
+    - `rotary_theta`: rotary position embeddings of that base on queries and keys
+      instead of a position table (ModernBERT: 160,000); `local_rotary_theta`: the
+      base on local-window layers (default: `rotary_theta`; ModernBERT: 10,000).
+    - `local_attention_window`: layers other than every `global_attention_every`-th
+      (layers 0, n, 2n, ... are global) attend only within this many tokens in total
+      (`|i - j| <= window // 2`), in blocks: linear time and memory in length.
+    - `gated_mlp`: GeGLU feed-forward (`W2 (act(x W1a) * x W1b)`); `pre_norm`:
+      pre-LayerNorm blocks and a final LayerNorm after the stack (the first
+      layer's attention reads the embedding LayerNorm's output as it is);
+      `use_bias=False`: no biases in any projection or LayerNorm of the encoder.
+      A switch left unset takes its family's value (`ModelTraits.encoder_defaults`:
+      ModernBERT's are all on), else the BERT behaviour (off, biases on).
 
     Every field is validated on creation; a bad value raises `ValueError`
     naming the field.
@@ -65,6 +81,13 @@ class EncoderConfig:
     initializer_range: float = 0.02
     use_pooler: Optional[bool] = None
     sinusoidal_positions: bool = False
+    rotary_theta: Optional[float] = None
+    local_rotary_theta: Optional[float] = None
+    local_attention_window: Optional[int] = None
+    global_attention_every: Optional[int] = None
+    gated_mlp: Optional[bool] = None
+    pre_norm: Optional[bool] = None
+    use_bias: Optional[bool] = None
 
     def __post_init__(self):
         if self.family not in families.NAMES:
@@ -77,7 +100,13 @@ class EncoderConfig:
             object.__setattr__(self, "use_pooler", traits.has_pooler_by_default)
         if self.type_vocab_size is None:
             object.__setattr__(self, "type_vocab_size", 2 if traits.has_segment_embeddings else 0)
+        for name, value in {**SWITCH_DEFAULTS, **traits.encoder_defaults}.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        if self.local_rotary_theta is None and self.rotary_theta is not None:
+            object.__setattr__(self, "local_rotary_theta", self.rotary_theta)
         self._validate()
+        self._validate_attention_switches()
 
     def _validate(self):
         for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "intermediate_size",
@@ -155,6 +184,56 @@ class EncoderConfig:
             raise ValueError(
                 f"EncoderConfig.sinusoidal_positions is only DistilBERT's option; family "
                 f"{self.family!r} learns its positions")
+
+    def _validate_attention_switches(self):
+        for name in ("gated_mlp", "pre_norm", "use_bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"EncoderConfig.{name} must be True or False, "
+                                 f"got {getattr(self, name)!r}")
+        for name in ("rotary_theta", "local_rotary_theta"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or value <= 0):
+                raise ValueError(f"EncoderConfig.{name} must be a positive number or None, "
+                                 f"got {value!r}")
+        if self.rotary_theta is None and self.local_rotary_theta is not None:
+            raise ValueError("EncoderConfig.local_rotary_theta needs rotary_theta (rotary "
+                             "positions)")
+        if self.rotary_theta is not None and self.head_size % 2:
+            raise ValueError(f"EncoderConfig.rotary_theta needs an even head size, got "
+                             f"{self.head_size}")
+        if self.rotary_theta is not None and self.sinusoidal_positions:
+            raise ValueError("EncoderConfig.rotary_theta and sinusoidal_positions exclude each "
+                             "other (rotary positions have no position table)")
+        window, every = self.local_attention_window, self.global_attention_every
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                                   or window < 2):
+            raise ValueError(f"EncoderConfig.local_attention_window must be an integer >= 2 "
+                             f"or None, got {window!r}")
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValueError(f"EncoderConfig.global_attention_every must be a positive integer, "
+                             f"got {every!r}")
+
+    @property
+    def has_position_table(self) -> bool:
+        """Whether positions come from a table added to the embeddings (not rotary)."""
+        return self.rotary_theta is None
+
+    def layer_attention(self, index) -> tuple:
+        """`(rotary_theta, local_window)` of distinct layer `index`: a global layer (every
+        `global_attention_every`-th from 0, or every layer without a window) has
+        `(rotary_theta, None)`, a local one `(local_rotary_theta, local_attention_window)`.
+
+        >>> cfg = EncoderConfig(family="bert", vocab_size=100, hidden_size=32, num_layers=4,
+        ...                     num_heads=2, intermediate_size=64, rotary_theta=160000.0,
+        ...                     local_rotary_theta=10000.0, local_attention_window=8,
+        ...                     global_attention_every=3)
+        >>> [cfg.layer_attention(index) for index in (0, 1, 3)]
+        [(160000.0, None), (10000.0, 8), (160000.0, None)]
+        """
+        if self.local_attention_window is None or index % self.global_attention_every == 0:
+            return self.rotary_theta, None
+        return self.local_rotary_theta, self.local_attention_window
 
     @property
     def family_traits(self) -> ModelTraits:

@@ -73,6 +73,13 @@ class ModelTraits:
       encoder's `hidden_activation`.
     - `dropout_before_span_head`: dropout on the sequence before the span
       (question answering) output layer.
+    - `fused_attention_projection`: one `qkv` projection in each attention layer, as the
+      family's checkpoints store it (ModernBERT's `Wqkv`).
+    - `encoder_defaults`: `EncoderConfig` switches the family sets unless a config gives
+      them (ModernBERT's rotary bases, window, gated MLP, pre-norm, no biases).
+    - `head_transform`: with an activation name, every fine-tuning head first maps the
+      encoder's output through dense -> that activation -> LayerNorm (ModernBERT's
+      prediction head; bias-free when the encoder is).
 
     Example:
     >>> from kerasbert import families
@@ -94,6 +101,9 @@ class ModelTraits:
     dropout_after_attention: bool = True
     mlm_activation: Optional[str] = None
     dropout_before_span_head: bool = False
+    fused_attention_projection: bool = False
+    head_transform: Optional[str] = None
+    encoder_defaults: Mapping[str, object] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,9 @@ class Embeddings(keras.layers.Layer):
 
     With `type_vocab_size=0` there is no segment table and `segment_ids` are
     ignored (DistilBERT). With `sinusoidal_positions` the position table holds
-    fixed sines and cosines (`sinusoidal_position_table`) and is not trained.
+    fixed sines and cosines (`sinusoidal_position_table`) and is not trained. With
+    `position_table=False` there is no position table at all (positions enter the attention
+    instead, as rotary embeddings); `use_bias=False`: a LayerNorm without bias.
 
     Example:
     >>> import numpy as np
@@ -52,6 +54,8 @@ class Embeddings(keras.layers.Layer):
         dropout=0.0,
         initializer_range=0.02,
         sinusoidal_positions=False,
+        position_table=True,
+        use_bias=True,
         shared_tables=None,
         **kwargs,
     ):
@@ -67,6 +71,8 @@ class Embeddings(keras.layers.Layer):
         self.dropout = dropout
         self.initializer_range = initializer_range
         self.sinusoidal_positions = sinusoidal_positions
+        self.position_table = position_table
+        self.use_bias = use_bias
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         if shared_tables is not None:
@@ -85,9 +91,11 @@ class Embeddings(keras.layers.Layer):
             self.token_embedding = keras.layers.Embedding(
                 vocab_size, embedding_size, embeddings_initializer=initializer,
                 dtype=self.dtype_policy, name="token_embedding")
-            self.position_embedding = keras.layers.Embedding(
-                max_positions, embedding_size, embeddings_initializer=initializer,
-                dtype=self.dtype_policy, name="position_embedding")
+            self.position_embedding = None
+            if position_table:
+                self.position_embedding = keras.layers.Embedding(
+                    max_positions, embedding_size, embeddings_initializer=initializer,
+                    dtype=self.dtype_policy, name="position_embedding")
             self.segment_embedding = None
             if type_vocab_size:
                 self.segment_embedding = keras.layers.Embedding(
@@ -96,7 +104,8 @@ class Embeddings(keras.layers.Layer):
             if sinusoidal_positions:
                 self.position_embedding.trainable = False
             self.layer_norm = keras.layers.LayerNormalization(
-                epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
+                epsilon=layer_norm_epsilon, center=use_bias, dtype=self.dtype_policy,
+                name="layer_norm")
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.projection = None
         if projection_size is not None:
@@ -140,8 +149,9 @@ class Embeddings(keras.layers.Layer):
         return ops.cumsum(is_token, axis=1) * is_token + (self.position_offset - 1)
 
     def call(self, token_ids, segment_ids, training=None):
-        embeddings = (self.token_embedding(token_ids)
-                      + self.position_embedding(self.position_ids(token_ids)))
+        embeddings = self.token_embedding(token_ids)
+        if self.position_embedding is not None:
+            embeddings = embeddings + self.position_embedding(self.position_ids(token_ids))
         if self.segment_embedding is not None:
             embeddings = embeddings + self.segment_embedding(segment_ids)
         embeddings = self.layer_norm(embeddings)
@@ -168,6 +178,8 @@ class Embeddings(keras.layers.Layer):
             "dropout": self.dropout,
             "initializer_range": self.initializer_range,
             "sinusoidal_positions": self.sinusoidal_positions,
+            "position_table": self.position_table,
+            "use_bias": self.use_bias,
         })
         return config
 

@@ -28,6 +28,8 @@ class MaskedLMHead(keras.layers.Layer):
     Call with `(sequence_output [batch, seq, hidden], positions [batch, predictions])`;
     returns float logits `[batch, predictions, vocab]`. Without `positions`,
     `sequence_output` holds only the rows to predict, already gathered.
+    `use_bias=False`: no bias in `dense` and `layer_norm` (ModernBERT's prediction head);
+    the output bias per token stays.
 
     Example:
     >>> import numpy as np
@@ -39,18 +41,21 @@ class MaskedLMHead(keras.layers.Layer):
     """
 
     def __init__(self, token_embedding, activation="gelu", layer_norm_epsilon=1e-12,
-                 initializer_range=0.02, **kwargs):
+                 initializer_range=0.02, use_bias=True, **kwargs):
         super().__init__(**kwargs)
         self.token_embedding = token_embedding
+        self.use_bias = use_bias
         self.activation_name = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.activation = get_activation(activation)
         self.dense = keras.layers.Dense(
-            token_embedding.output_dim, kernel_initializer=_initializer(initializer_range),
-            dtype=self.dtype_policy, name="dense")
+            token_embedding.output_dim, use_bias=use_bias,
+            kernel_initializer=_initializer(initializer_range), dtype=self.dtype_policy,
+            name="dense")
         self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
+            epsilon=layer_norm_epsilon, center=use_bias, dtype=self.dtype_policy,
+            name="layer_norm")
 
     def build(self, sequence_output_shape, positions_shape=None):
         self.dense.build((None, sequence_output_shape[-1]))
@@ -78,6 +83,7 @@ class MaskedLMHead(keras.layers.Layer):
             "activation": self.activation_name,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "initializer_range": self.initializer_range,
+            "use_bias": self.use_bias,
         })
         return config
 

@@ -1,4 +1,4 @@
-"""The post-LayerNorm transformer block of BERT, RoBERTa, ALBERT, ELECTRA and DistilBERT."""
+"""The transformer block: BERT's post-LayerNorm one, or a pre-LayerNorm one (ModernBERT's)."""
 
 import keras
 
@@ -13,6 +13,15 @@ class TransformerLayer(keras.layers.Layer):
     `x = LN(x + dropout(attention(x)))`, then
     `x = LN(x + dropout(W2 act(W1 x)))`, as in the original BERT. DistilBERT has no dropout
     on the attention output (`dropout_after_attention=False`): `x = LN(x + attention(x))`.
+
+    With `pre_norm` (ModernBERT) each sub-block reads a normalized copy and adds to the
+    unnormalized stream: `x = x + attention(LN(x))`, `x = x + FFN(LN(x))`; with
+    `normalize_attention_input=False` (the first layer, whose input the embedding LayerNorm
+    has just normalized) the attention reads `x` as it is. `gated_mlp`: the intermediate
+    projection has twice the width, split into an input and a gate,
+    `W2 (act(input) * gate)` (GeGLU with GELU). `use_bias=False`: no biases in the
+    projections or the LayerNorms. `rotary_theta` and `local_window`: see
+    `MultiHeadSelfAttention`, as is `fused_projection`.
 
     With `queries` (`[batch, n, hidden]`: rows of `inputs`, e.g. gathered at
     the positions a pretraining head reads) the block computes only those
@@ -39,6 +48,13 @@ class TransformerLayer(keras.layers.Layer):
         attention_dropout=0.0,
         initializer_range=0.02,
         dropout_after_attention=True,
+        pre_norm=False,
+        normalize_attention_input=True,
+        gated_mlp=False,
+        use_bias=True,
+        fused_projection=False,
+        rotary_theta=None,
+        local_window=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -51,45 +67,80 @@ class TransformerLayer(keras.layers.Layer):
         self.attention_dropout = attention_dropout
         self.initializer_range = initializer_range
         self.dropout_after_attention = dropout_after_attention
+        self.pre_norm = pre_norm
+        self.normalize_attention_input = normalize_attention_input
+        self.gated_mlp = gated_mlp
+        self.use_bias = use_bias
+        self.fused_projection = fused_projection
+        self.rotary_theta = rotary_theta
+        self.local_window = local_window
         self.activation = get_activation(hidden_activation)
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         policy = self.dtype_policy
         self.attention = MultiHeadSelfAttention(
             num_heads, hidden_size, dropout=attention_dropout,
-            initializer_range=initializer_range, dtype=policy, name="attention")
+            initializer_range=initializer_range, use_bias=use_bias,
+            fused_projection=fused_projection, rotary_theta=rotary_theta,
+            local_window=local_window, dtype=policy, name="attention")
         self.attention_output_dropout = keras.layers.Dropout(
             dropout if dropout_after_attention else 0.0, dtype=policy,
             name="attention_output_dropout")
-        self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm")
+        self.attention_layer_norm = None
+        if normalize_attention_input or not pre_norm:
+            self.attention_layer_norm = keras.layers.LayerNormalization(
+                epsilon=layer_norm_epsilon, center=use_bias, dtype=policy,
+                name="attention_layer_norm")
         self.intermediate = keras.layers.Dense(
-            intermediate_size, kernel_initializer=initializer, dtype=policy, name="intermediate")
+            intermediate_size * (2 if gated_mlp else 1), use_bias=use_bias,
+            kernel_initializer=initializer, dtype=policy, name="intermediate")
         self.output_dense = keras.layers.Dense(
-            hidden_size, kernel_initializer=initializer, dtype=policy, name="output")
+            hidden_size, use_bias=use_bias, kernel_initializer=initializer, dtype=policy,
+            name="output")
         self.output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
         self.output_layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, dtype=policy, name="output_layer_norm")
+            epsilon=layer_norm_epsilon, center=use_bias, dtype=policy, name="output_layer_norm")
 
     def build(self, inputs_shape, padding_mask_shape=None):
         inputs_shape = tuple(inputs_shape)
         self.attention.build(inputs_shape)
-        self.attention_layer_norm.build(inputs_shape)
+        if self.attention_layer_norm is not None:
+            self.attention_layer_norm.build(inputs_shape)
         self.intermediate.build(inputs_shape)
         self.output_dense.build(inputs_shape[:-1] + (self.intermediate_size,))
         self.output_layer_norm.build(inputs_shape)
         self.built = True
 
-    def call(self, inputs, padding_mask, queries=None, training=None):
+    def call(self, inputs, padding_mask, queries=None, query_positions=None, training=None):
+        if self.pre_norm:
+            return self._pre_norm_call(inputs, padding_mask, queries, query_positions, training)
         queries = inputs if queries is None else queries
-        attended = self.attention(inputs, padding_mask, queries=queries, training=training)
+        attended = self.attention(inputs, padding_mask, queries=queries,
+                                  query_positions=query_positions, training=training)
         attended = self.attention_output_dropout(attended, training=training)
         hidden = self.attention_layer_norm(queries + attended)
-        feed_forward = self.output_dense(self.activation(self.intermediate(hidden)))
-        feed_forward = self.output_dropout(feed_forward, training=training)
-        return self.output_layer_norm(hidden + feed_forward)
+        return self.output_layer_norm(hidden + self._feed_forward(hidden, training))
 
-    def compute_output_shape(self, inputs_shape, padding_mask_shape=None, queries_shape=None):
+    def _pre_norm_call(self, inputs, padding_mask, queries, query_positions, training):
+        norm = self.attention_layer_norm or (lambda x: x)
+        attended = self.attention(
+            norm(inputs), padding_mask, queries=None if queries is None else norm(queries),
+            query_positions=query_positions, training=training)
+        hidden = (inputs if queries is None else queries) + self.attention_output_dropout(
+            attended, training=training)
+        return hidden + self._feed_forward(self.output_layer_norm(hidden), training)
+
+    def _feed_forward(self, hidden, training):
+        intermediate = self.intermediate(hidden)
+        if self.gated_mlp:
+            width = self.intermediate_size
+            intermediate = self.activation(intermediate[..., :width]) * intermediate[..., width:]
+        else:
+            intermediate = self.activation(intermediate)
+        return self.output_dropout(self.output_dense(intermediate), training=training)
+
+    def compute_output_shape(self, inputs_shape, padding_mask_shape=None, queries_shape=None,
+                             query_positions_shape=None):
         return tuple(inputs_shape if queries_shape is None else queries_shape)
 
     def get_config(self):
@@ -104,5 +155,12 @@ class TransformerLayer(keras.layers.Layer):
             "attention_dropout": self.attention_dropout,
             "initializer_range": self.initializer_range,
             "dropout_after_attention": self.dropout_after_attention,
+            "pre_norm": self.pre_norm,
+            "normalize_attention_input": self.normalize_attention_input,
+            "gated_mlp": self.gated_mlp,
+            "use_bias": self.use_bias,
+            "fused_projection": self.fused_projection,
+            "rotary_theta": self.rotary_theta,
+            "local_window": self.local_window,
         })
         return config

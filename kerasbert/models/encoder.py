@@ -28,7 +28,8 @@ class Encoder(keras.Model):
     `sequence_output` `[batch, seq, hidden]`, `pooled_output` `[batch, hidden]`
     (every family but ELECTRA and DistilBERT) and, with `output_hidden_states=True`,
     `hidden_states`: the embedding output (after any projection) followed by
-    the output of every applied transformer layer.
+    the output of every applied transformer layer (the last one after the final LayerNorm
+    of a pre-norm encoder, as `transformers` reports it).
 
     Args:
         config: an `EncoderConfig` (or its dict form).
@@ -70,6 +71,8 @@ class Encoder(keras.Model):
             dropout=config.dropout,
             initializer_range=config.initializer_range,
             sinusoidal_positions=config.sinusoidal_positions,
+            position_table=config.has_position_table,
+            use_bias=config.use_bias,
             dtype=dtype,
             shared_tables=shared_embeddings,
             name="embeddings",
@@ -85,11 +88,23 @@ class Encoder(keras.Model):
                 attention_dropout=config.attention_dropout,
                 initializer_range=config.initializer_range,
                 dropout_after_attention=config.family_traits.dropout_after_attention,
+                pre_norm=config.pre_norm,
+                normalize_attention_input=not (config.pre_norm and index == 0),
+                gated_mlp=config.gated_mlp,
+                use_bias=config.use_bias,
+                fused_projection=config.family_traits.fused_attention_projection,
+                rotary_theta=config.layer_attention(index)[0],
+                local_window=config.layer_attention(index)[1],
                 dtype=dtype,
                 name=f"transformer_layer_{index}",
             )
             for index in range(config.num_distinct_layers)
         ]
+        final_layer_norm = None
+        if config.pre_norm:
+            final_layer_norm = keras.layers.LayerNormalization(
+                epsilon=config.layer_norm_epsilon, center=config.use_bias, dtype=dtype,
+                name="final_layer_norm")
         pooler = None
         if config.use_pooler:
             pooler = Pooler(config.hidden_size, config.initializer_range, dtype=dtype, name="pooler")
@@ -101,6 +116,9 @@ class Encoder(keras.Model):
         for index in config.layer_schedule:
             hidden = transformer_layers[index](hidden, inputs["padding_mask"])
             hidden_states.append(hidden)
+        if final_layer_norm is not None:
+            hidden = final_layer_norm(hidden)
+            hidden_states[-1] = hidden  # as transformers' ModernBERT reports it
         outputs = {"sequence_output": hidden}
         if pooler is not None:
             outputs["pooled_output"] = pooler(hidden)
@@ -113,6 +131,7 @@ class Encoder(keras.Model):
         self.output_hidden_states = output_hidden_states
         self.embeddings = embeddings
         self.transformer_layers = transformer_layers
+        self.final_layer_norm = final_layer_norm
         self.pooler = pooler
         if dtype is not None:
             self.dtype_policy = keras.dtype_policies.get(dtype)
@@ -149,7 +168,9 @@ class Encoder(keras.Model):
         first_token = keras.ops.zeros_like(keras.ops.cast(inputs["token_ids"][:, :1], "int32"))
         read = keras.ops.concatenate([first_token, positions], axis=1)
         selected = last_layer(hidden, inputs["padding_mask"],
-                              queries=gather_positions(hidden, read))
+                              queries=gather_positions(hidden, read), query_positions=read)
+        if self.final_layer_norm is not None:
+            selected = self.final_layer_norm(selected)
         outputs = {"sequence_output": selected[:, 1:]}
         if self.pooler is not None:
             outputs["pooled_output"] = self.pooler(selected)

@@ -71,7 +71,8 @@ class PretrainingModel(BatchDictTraining, keras.Model):
             layers["mlm"] = MaskedLMHead(
                 encoder.token_embedding, activation=mlm_activation,
                 layer_norm_epsilon=config.layer_norm_epsilon,
-                initializer_range=config.initializer_range, name="mlm_head")
+                initializer_range=config.initializer_range, use_bias=config.use_bias,
+                name="mlm_head")
         for head in ("nsp", "sop"):
             if head in heads:
                 layers[head] = keras.layers.Dense(
