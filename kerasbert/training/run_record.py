@@ -152,7 +152,8 @@ class RunRecord:
                 f"{self.program} one; give another --model_dir, or --overwrite to start over")
         differences = _differences(recorded.get("flags", {}), self.flags, "--")
         if model is not None and recorded.get("model") is not None:
-            differences += _differences(_flat(recorded["model"]), _flat(model), "model ")
+            differences += _differences(_flat(_with_config_defaults(recorded["model"])),
+                                        _flat(model), "model ")
         if differences:
             raise RunRecordError(
                 f"{self.model_dir} holds a run started with other values ({self.path}): "
@@ -264,6 +265,22 @@ def _differences(recorded, given, prefix):
             f"{_shown(given.get(name))}"
             for name in sorted(set(recorded) | set(given))
             if _comparable(recorded.get(name)) != _comparable(given.get(name))]
+
+
+def _with_config_defaults(model):
+    """A recorded model description with its `encoder_config` completed by the fields that
+    `EncoderConfig` gained after the record was written (at the values that build the same
+    encoder), so that a run resumes across such an upgrade."""
+    from kerasbert.config import EncoderConfig
+
+    config = model.get("encoder_config") if isinstance(model, dict) else None
+    if not isinstance(config, dict):
+        return model
+    try:
+        completed = EncoderConfig.from_dict(config).to_dict()
+    except (TypeError, ValueError):  # not a config this version builds: compared as it is
+        return model
+    return {**model, "encoder_config": {**completed, **config}}
 
 
 def _flat(value, prefix=""):

@@ -111,6 +111,26 @@ def test_another_model_config_is_named_by_its_field(tmp_path):
         record.start({"encoder_config": {"hidden_size": 64, "num_layers": 2}})
 
 
+def test_a_run_recorded_before_the_config_gained_fields_resumes(tmp_path):
+    """A run recorded before `EncoderConfig` had the encoder switches (rotary positions, gated
+    MLP, ...) resumes: the missing fields count at the values that build the same encoder; a
+    real difference is still named."""
+    from kerasbert import EncoderConfig
+    from kerasbert.config import SWITCH_DEFAULTS
+
+    config = EncoderConfig(family="bert", vocab_size=100, hidden_size=32, num_layers=2,
+                           num_heads=2, intermediate_size=64).to_dict()
+    older = {name: value for name, value in config.items()
+             if name not in SWITCH_DEFAULTS and not name.endswith("rotary_theta")
+             and name != "local_attention_window"}
+    _started(tmp_path / "run", model={"encoder_config": older})
+    record = _record(tmp_path / "run")
+    record.start({"encoder_config": config})
+    with pytest.raises(RunRecordError, match=r"model encoder_config\.pre_norm: recorded False, "
+                                             r"given True"):
+        record.start({"encoder_config": dict(config, pre_norm=True)})
+
+
 def test_later_starts_check_the_model_only(tmp_path):
     record = _record(tmp_path / "run")
     record.check()
