@@ -114,3 +114,26 @@ def test_every_requirement_has_an_upper_bound():
                  if not any(spec.operator in ("<", "<=", "==", "~=")
                             for spec in requirement.specifier)]
     assert not unbounded
+
+
+def _kerasbert_imports(path):
+    """The `kerasbert.*` modules a source file imports (at any depth of its code)."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return {name for name in names if name.startswith("kerasbert.")}
+
+
+def test_conversion_code_imports_no_training_code():
+    """`kerasbert.convert` sits below `kerasbert.training` (which starts models from converted
+    checkpoints): an import the other way made a cycle through `from_hf`."""
+    package = Path(__file__).resolve().parents[1] / "kerasbert" / "convert"
+    upward = {path.name: sorted(name for name in _kerasbert_imports(path)
+                                if name.startswith("kerasbert.training"))
+              for path in sorted(package.glob("*.py"))}
+    assert not {name: found for name, found in upward.items() if found}

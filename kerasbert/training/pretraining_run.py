@@ -136,10 +136,10 @@ def run_pretraining(settings, program="kerasbert-pretrain"):
     when the model directory holds a run with other settings, or the model cannot train the
     objective."""
     from kerasbert import zoo
-    from kerasbert.convert.weights import load_initial_weights
     from kerasbert.models.pretraining import OBJECTIVE_HEADS, build_objective_model
     from kerasbert.tokenizers.vocabulary_files import load_tokenizer
     from kerasbert.training.distribute import strategy_summary
+    from kerasbert.training.initial_weights import load_initial_weights
     from kerasbert.training.pretrained_sources import pretraining_description
 
     run = settings.run
