@@ -22,12 +22,18 @@ TINY_CONFIGS = {
                             hidden_activation="gelu_new", num_hidden_groups=2, inner_group_num=2),
     "electra": EncoderConfig(family="electra", **_SMALL, embedding_size=16),
     "distilbert": EncoderConfig(family="distilbert", **_SMALL),
+    # Three layers (global, local, local) with a window of 8 tokens: inputs of 10 reach past it.
+    "modernbert": EncoderConfig(family="modernbert", **dict(_SMALL, num_layers=3), pad_token_id=0,
+                                local_attention_window=8),
 }
 
 # transformers' DistilBertConfig names for BERT's config names (`hf_config` translates).
 DISTILBERT_HF_NAMES = {"hidden_size": "dim", "num_hidden_layers": "n_layers",
                        "num_attention_heads": "n_heads", "intermediate_size": "hidden_dim",
                        "hidden_act": "activation", "hidden_dropout_prob": "dropout",
+                       "attention_probs_dropout_prob": "attention_dropout"}
+MODERNBERT_HF_NAMES = {"hidden_act": "hidden_activation", "layer_norm_eps": "norm_eps",
+                       "hidden_dropout_prob": "embedding_dropout",
                        "attention_probs_dropout_prob": "attention_dropout"}
 
 
@@ -64,6 +70,7 @@ def hf_config(family, **overrides):
         "albert": transformers.AlbertConfig,
         "electra": transformers.ElectraConfig,
         "distilbert": transformers.DistilBertConfig,
+        "modernbert": transformers.ModernBertConfig,
     }[family]
     if family == "roberta":
         values.update(max_position_embeddings=66, type_vocab_size=1, pad_token_id=1,
@@ -72,9 +79,17 @@ def hf_config(family, **overrides):
         values.update(embedding_size=16, hidden_act="gelu_new")
     if family == "electra":
         values.update(embedding_size=48)
+    if family == "modernbert":
+        # A window of 16 tokens, so that sequences of a few dozen tokens reach past it, and
+        # none of ModernBertConfig's special-token ids (they lie beyond this vocabulary).
+        values.update(max_position_embeddings=512, local_attention=16, layer_norm_eps=1e-5,
+                      pad_token_id=0, bos_token_id=None, eos_token_id=None, cls_token_id=None,
+                      sep_token_id=None, num_hidden_layers=3)
     values.update(overrides)
     if family == "distilbert":
         values = {DISTILBERT_HF_NAMES.get(name, name): value for name, value in values.items()}
+    if family == "modernbert":
+        values = {MODERNBERT_HF_NAMES.get(name, name): value for name, value in values.items()}
     return config_class(**values)
 
 
@@ -87,7 +102,8 @@ def save_hf_model(model_class_name, config, directory, seed=0, max_shard_size="5
     model = getattr(transformers, model_class_name)(config)
     with torch.no_grad():  # random, non-trivial LayerNorm and bias values
         for name, parameter in model.named_parameters():
-            if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
+            if (name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name
+                    or name.endswith("norm.weight")):  # ModernBERT's norms
                 parameter.add_(0.1 * torch.randn_like(parameter))
     model.eval()
     model.save_pretrained(directory, max_shard_size=max_shard_size)
@@ -144,12 +160,13 @@ def hf_outputs(model, inputs):
 
 def run_hf_model(model, inputs, **kwargs):
     """Call a `transformers` model on kerasbert-style numpy inputs (`[batch, seq]` or
-    `[batch, choices, seq]`); DistilBERT, which has no token types, gets no `token_type_ids`."""
+    `[batch, choices, seq]`); DistilBERT and ModernBERT, which have no token types, get no
+    `token_type_ids`."""
     import torch
 
     arguments = dict(input_ids=torch.tensor(inputs["token_ids"], dtype=torch.long),
                      attention_mask=torch.tensor(inputs["padding_mask"], dtype=torch.long))
-    if model.config.model_type != "distilbert":
+    if model.config.model_type not in ("distilbert", "modernbert"):
         arguments["token_type_ids"] = torch.tensor(inputs["segment_ids"], dtype=torch.long)
     with torch.no_grad():
         return model(**arguments, **kwargs)

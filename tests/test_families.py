@@ -24,7 +24,7 @@ def family(request):
 
 
 def test_names_are_the_records_names_in_order():
-    assert families.NAMES == ("bert", "roberta", "albert", "electra", "distilbert")
+    assert families.NAMES == ("bert", "roberta", "albert", "electra", "distilbert", "modernbert")
     assert [families.get(name).name for name in families.NAMES] == list(families.NAMES)
 
 

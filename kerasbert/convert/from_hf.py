@@ -187,12 +187,14 @@ def _untied_head_tensors(state, hf, source):
     prefix, decoder = hf.base_model_prefix, hf.tied_decoder
     heads = {name: value for name, value in state.items() if not name.startswith(prefix + ".")}
     weight = heads.pop(f"{decoder}.weight", None)
-    embeddings = state.get(f"{prefix}.embeddings.word_embeddings.weight")
+    table = next(f"{prefix}.{theirs}.weight" for theirs, ours, _ in hf.encoder.embeddings
+                 if ours == "embeddings/token_embedding")
+    embeddings = state.get(table)
     if weight is not None and embeddings is not None and (
             weight.shape != embeddings.shape or abs(weight - embeddings).max() > 0):
         raise WeightMismatchError(
-            f"{source}: {decoder}.weight differs from {prefix}.embeddings.word_embeddings.weight; "
-            "kerasbert ties the MLM decoder to the token embedding and cannot import an untied one")
+            f"{source}: {decoder}.weight differs from {table}; kerasbert ties the MLM decoder "
+            "to the token embedding and cannot import an untied one")
     bias = heads.pop(f"{decoder}.bias", None)
     if bias is not None:
         heads.setdefault(hf.mlm_bias, bias)

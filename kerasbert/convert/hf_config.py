@@ -10,6 +10,17 @@ FAMILY_OF_MODEL_TYPE = {families.get(name).conversion.hf.model_type: name
                         for name in families.NAMES}
 
 
+# `classifier_pooling` values -> `TaskModel` pooling.
+HF_POOLINGS = {"cls": "first_token", "mean": "mean"}
+
+
+def head_pools(family, task):
+    """Whether `family`'s `task` head in `transformers` pools by a config key
+    (ModernBERT's `classifier_pooling` for sequence classification and multiple choice)."""
+    return (families.get(family).conversion.hf.pooling_key is not None
+            and task in families.get(family).model.summary_heads)
+
+
 class HFConfigError(ValueError):
     """A `config.json` that kerasbert cannot map to an encoder."""
 
@@ -47,6 +58,8 @@ def encoder_config_from_hf(hf_config, source="config.json"):
     if conversion.positions_after_padding:
         values["position_offset"] = values["pad_token_id"] + 1
     try:
+        if conversion.hf.read_extra_config is not None:
+            values.update(conversion.hf.read_extra_config(hf_config))
         return EncoderConfig(**values)
     except ValueError as error:
         raise HFConfigError(f"{source}: {error}") from None
@@ -63,6 +76,12 @@ def task_settings_from_hf(hf_config, task):
     if dropout is None:
         dropout = hf_config.get("hidden_dropout_prob", 0.1)
     settings = {"dropout": dropout}
+    if head_pools(family, task):
+        pooling = hf_config.get(families.get(family).conversion.hf.pooling_key, "cls")
+        if pooling not in HF_POOLINGS:
+            raise HFConfigError(f"config.json: {families.get(family).conversion.hf.pooling_key} "
+                                f"{pooling!r} is not one of {sorted(HF_POOLINGS)}")
+        settings["pooling"] = HF_POOLINGS[pooling]
     if task in ("sequence_classification", "token_classification"):
         id2label = hf_config.get("id2label") or {
             str(index): f"LABEL_{index}" for index in range(hf_config.get("num_labels", 2))}

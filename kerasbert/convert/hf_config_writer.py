@@ -5,6 +5,7 @@ The inverse of `hf_config.encoder_config_from_hf` and `hf_config.task_settings_f
 
 from kerasbert import families
 from kerasbert.convert.config_keys import write_config_keys
+from kerasbert.convert.hf_config import HF_POOLINGS, head_pools
 
 
 class UnsupportedModelError(ValueError):
@@ -29,6 +30,7 @@ def hf_config_fields(config):
     return {
         "model_type": hf.model_type,
         **write_config_keys(config, hf.config_keys),
+        **(hf.write_extra_config(config) if hf.write_extra_config else {}),
         # The MLM decoders are the token embedding matrix (kerasbert has no other kind).
         "tie_word_embeddings": True,
         "dtype": "float32",
@@ -60,7 +62,7 @@ def _check_expressible(config):
             "no pooler")
 
 
-def task_config_fields(family, task, id2label, is_regression, dropout):
+def task_config_fields(family, task, id2label, is_regression, dropout, pooling="first_token"):
     """The `config.json` fields of a `*For<Task>` head: its label names (`id2label`,
     `label2id`; `problem_type="regression"` for one regression output) and its dropout under
     the name the family's head reads.
@@ -77,6 +79,11 @@ def task_config_fields(family, task, id2label, is_regression, dropout):
     encoder_keys = {key.key for key in hf.config_keys}
     fields = {} if head.dropout_key in encoder_keys else {head.dropout_key: dropout}
     fields.update(head.extra_fields)
+    if head_pools(family, task):
+        fields[hf.pooling_key] = {ours: theirs for theirs, ours in HF_POOLINGS.items()}[pooling]
+    elif pooling != "first_token":
+        raise UnsupportedModelError(f"transformers' {family} {task} head has no {pooling!r} "
+                                    "pooling")
     if id2label is not None:
         fields["id2label"] = {str(index): name for index, name in sorted(id2label.items())}
         fields["label2id"] = {name: index for index, name in sorted(id2label.items())}

@@ -8,12 +8,15 @@ layer instead.
 """
 
 from kerasbert import families
-from kerasbert.families.conversion_tables import EMBEDDING, LAYER_NORM, LINEAR
+from kerasbert.families.conversion_tables import (EMBEDDING, LAYER_NORM, LAYER_NORM_NO_BIAS,
+                                                  LINEAR, LINEAR_NO_BIAS)
 
 PARAMETERS = {
     LINEAR: (("weight", "kernel"), ("bias", "bias")),
     LAYER_NORM: (("weight", "gamma"), ("bias", "beta")),
     EMBEDDING: (("weight", "embeddings"),),
+    LINEAR_NO_BIAS: (("weight", "kernel"),),
+    LAYER_NORM_NO_BIAS: (("weight", "gamma"),),
 }
 
 # Checkpoint entries that are buffers, not weights: read and deliberately dropped.
@@ -29,8 +32,10 @@ def encoder_modules(rows, config):
         modules += list(rows.projection)
     for n in range(config.num_distinct_layers):
         group, inner = divmod(n, config.inner_group_num)
+        layer_rows = rows.layer + (rows.after_first_layer if n else ())
         modules += [(theirs.format(n=n, group=group, inner=inner), ours.format(n=n), kind)
-                    for theirs, ours, kind in rows.layer]
+                    for theirs, ours, kind in layer_rows]
+    modules += list(rows.final)
     if config.use_pooler:
         modules += list(rows.pooler)
     return modules
@@ -51,8 +56,9 @@ def expand_modules(modules):
     names = {}
     for hf_module, our_layer, kind in modules:
         for hf_parameter, our_variable in PARAMETERS[kind]:
-            names[f"{hf_module}.{hf_parameter}"] = (f"{our_layer}/{our_variable}", kind == LINEAR
-                                                    and our_variable == "kernel")
+            names[f"{hf_module}.{hf_parameter}"] = (
+                f"{our_layer}/{our_variable}",
+                kind in (LINEAR, LINEAR_NO_BIAS) and our_variable == "kernel")
     return names
 
 

@@ -5,13 +5,14 @@ import json
 from kerasbert import families, file_system
 from kerasbert.config import EncoderConfig
 from kerasbert.convert.from_hf import UnsupportedArchitectureError
-from kerasbert.convert.keras_hub_names import has_pooler, keras_hub_tables
+from kerasbert.convert.keras_hub_names import (KERAS_HUB_FAMILIES, has_pooler,
+                                             keras_hub_tables)
 
 PRESET_CONFIG_FILE = "config.json"
 WEIGHTS_FILES = ("model.weights.h5", "model.weights.json")  # whole, or the index of shards
 
 # keras-hub backbone class -> the family it is.
-BACKBONE_FAMILIES = {keras_hub_tables(name).backbone_class: name for name in families.NAMES}
+BACKBONE_FAMILIES = {keras_hub_tables(name).backbone_class: name for name in KERAS_HUB_FAMILIES}
 
 # keras-hub's serialized feed-forward activations -> kerasbert `hidden_activation` names.
 ACTIVATIONS = {

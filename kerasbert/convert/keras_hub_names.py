@@ -54,8 +54,12 @@ KINDS = {
 
 
 def keras_hub_tables(family):
-    """The `KerasHubTables` of `family`."""
+    """The `KerasHubTables` of `family` (None when keras-hub has no backbone of it)."""
     return families.get(family).conversion.keras_hub
+
+
+# The families keras-hub has a backbone of.
+KERAS_HUB_FAMILIES = tuple(name for name in families.NAMES if keras_hub_tables(name))
 
 
 def has_pooler(family):

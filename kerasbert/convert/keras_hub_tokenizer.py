@@ -27,9 +27,9 @@ raise `KerasHubPresetError`.
 
 import json
 
-from kerasbert import families, file_system
+from kerasbert import file_system
 from kerasbert.convert.keras_hub_config import KerasHubPresetError
-from kerasbert.convert.keras_hub_names import keras_hub_tables
+from kerasbert.convert.keras_hub_names import KERAS_HUB_FAMILIES, keras_hub_tables
 from kerasbert.families.conversion_tables import BYTE_PAIR, SENTENCE_PIECE, WORDPIECE
 from kerasbert.tokenizers import BytePairTokenizer, SentencePieceTokenizer, WordPieceTokenizer
 from kerasbert.tokenizers.from_hf import read_vocab_txt
@@ -53,7 +53,7 @@ def tokenizer_from_keras_hub(directory):
         raise KerasHubPresetError(
             f"{path}: not a serialized keras-hub tokenizer ({error!r})") from None
     tables_of_class = {keras_hub_tables(name).tokenizer_class: keras_hub_tables(name)
-                       for name in families.NAMES}
+                       for name in KERAS_HUB_FAMILIES}
     if class_name not in tables_of_class:
         raise KerasHubPresetError(
             f"{path}: keras-hub tokenizer class {class_name!r} is not supported; supported: "

@@ -131,7 +131,7 @@ def _describe(model):
         config = model.encoder.config
         names = _prefixed(encoder_name_map(config), config.family)
         fields = task_config_fields(config.family, model.task, model.id2label,
-                                    model.is_regression, model.dropout)
+                                    model.is_regression, model.dropout, model.pooling)
         return (config, _task_architecture(config.family, model.task),
                 {**names, **task_head_name_map(config.family, model.task)}, fields)
     if isinstance(model, ElectraPretrainer):

@@ -21,15 +21,18 @@ Example:
 """
 
 import dataclasses
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 # Row kinds. Hugging Face: `LINEAR` (a PyTorch weight, stored `[out, in]`), `LAYER_NORM`,
-# `EMBEDDING`. Google TF1: `DENSE` (stored `[in, out]`), `LAYER_NORM`, `OUTPUT_LAYER`
-# (`output_weights` / `output_bias` of `run_pretraining.py`), `EMBEDDING` (the scope is the
-# table), `VARIABLE` (the scope is one variable). keras-hub: `EMBEDDING`, `LAYER_NORM`, `DENSE`,
+# `EMBEDDING`, `LINEAR_NO_BIAS` / `LAYER_NORM_NO_BIAS` (a weight only). Google TF1: `DENSE`
+# (stored `[in, out]`), `LAYER_NORM`, `OUTPUT_LAYER` (`output_weights` / `output_bias` of
+# `run_pretraining.py`), `EMBEDDING` (the scope is the table), `VARIABLE` (the scope is one
+# variable). keras-hub: `EMBEDDING`, `LAYER_NORM`, `DENSE`,
 # `HEADS_IN` / `HEADS_OUT` (attention kernels with a heads axis), `OFFSET_POSITIONS` (a position
 # table numbered from 0 where kerasbert numbers from `position_offset`).
 LINEAR, DENSE, LAYER_NORM, EMBEDDING = "linear", "dense", "layer_norm", "embedding"
+# Hugging Face layers without a bias (ModernBERT's): a weight only.
+LINEAR_NO_BIAS, LAYER_NORM_NO_BIAS = "linear_no_bias", "layer_norm_no_bias"
 OUTPUT_LAYER, VARIABLE = "output_layer", "variable"
 HEADS_IN, HEADS_OUT, OFFSET_POSITIONS = "heads_in", "heads_out", "offset_positions"
 
@@ -64,8 +67,10 @@ class ConfigKey:
 @dataclasses.dataclass(frozen=True)
 class EncoderRows:
     """An encoder's rows: the embeddings, the embedding projection (only where the config has
-    one), one transformer layer (repeated per distinct layer), the pooler (only where the
-    config has one), and the kerasbert variables the format has no weights for (zero-filled).
+    one), one transformer layer (repeated per distinct layer; `after_first_layer`: rows of
+    every layer but the first, such as ModernBERT's attention norm), the rows after the stack
+    (`final`: a pre-norm encoder's final LayerNorm), the pooler (only where the config has
+    one), and the kerasbert variables the format has no weights for (zero-filled).
 
     >>> from kerasbert import families
     >>> families.get("roberta").conversion.keras_hub.encoder.zeros
@@ -77,6 +82,8 @@ class EncoderRows:
     projection: Rows = ()
     pooler: Rows = ()
     zeros: Tuple[str, ...] = ()
+    after_first_layer: Rows = ()
+    final: Rows = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +118,10 @@ class HuggingFaceTables:
       own); `tied_decoder`: the decoder module some checkpoints also store (its weight is the
       word embeddings, its bias the MLM bias).
     - `task_heads`: fine-tuning task -> `HFTaskHead`.
+    - `read_extra_config(hf_config, source)` -> `EncoderConfig` fields that no flat key holds
+      (ModernBERT's rotary bases and layer types); `write_extra_config(config)` -> the
+      `config.json` fields for them. `pooling_key`: the key naming how sequence-level heads
+      pool (`classifier_pooling`: "cls" or "mean").
 
     >>> from kerasbert import families
     >>> hf = families.get("bert").conversion.hf
@@ -129,6 +140,9 @@ class HuggingFaceTables:
     tied_decoder: str
     task_heads: Mapping[str, HFTaskHead]
     fixed_fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    read_extra_config: Optional[Callable] = None
+    write_extra_config: Optional[Callable] = None
+    pooling_key: Optional[str] = None
 
     @property
     def encoder_architecture(self):
@@ -215,7 +229,8 @@ class ConversionTables:
 
     `display_name` names the family in messages; `positions_after_padding`: its checkpoints
     number positions from `pad_token_id + 1` (RoBERTa's), not from 0. `google` is None for a
-    family Google released no TF1 checkpoints of.
+    family Google released no TF1 checkpoints of, `keras_hub` for one keras-hub has no backbone
+    of.
 
     >>> from kerasbert import families
     >>> roberta = families.get("roberta").conversion
@@ -225,7 +240,7 @@ class ConversionTables:
 
     display_name: str
     hf: HuggingFaceTables
-    keras_hub: KerasHubTables
+    keras_hub: Optional[KerasHubTables]
     google: Optional[GoogleTables] = None
     positions_after_padding: bool = False
 

@@ -8,6 +8,7 @@ from kerasbert import families
 from kerasbert.config import EncoderConfig
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.choices import FoldChoices, UnfoldChoiceLogits
+from kerasbert.layers.sentence_pooling import SentencePooling
 from kerasbert.models.batch_dicts import BatchDictTraining, restore_compile
 from kerasbert.models.embedding import TextEmbeddingModel
 from kerasbert.models.encoder import INPUT_NAMES, Encoder, build_encoder
@@ -17,6 +18,9 @@ TASK_MODEL_KINDS = ("sequence_classification", "token_classification", "question
                     "multiple_choice")
 IGNORED_LABEL = -100  # token labels that neither the loss nor the metrics count
 TEXT_EMBEDDING = "text_embedding"  # `build_task_model`'s task for a `TextEmbeddingModel`
+# How a classification or multiple-choice head reads a first-token summary: that token, or the
+# mean of the tokens (ModernBERT's `classifier_pooling="mean"`).
+TASK_POOLINGS = ("first_token", "mean")
 
 
 def needs_pooler(family, task):
@@ -68,6 +72,9 @@ class TaskModel(BatchDictTraining, keras.Model):
     are a dense layer on every token (DistilBERT's span head after dropout).
     Outputs are float32 also under mixed precision.
     `id2label` (label names) is part of the config and saved with the model.
+    ModernBERT's heads (`ModelTraits.head_transform`) read every output through a
+    dense -> activation -> LayerNorm transform first; its sequence-level heads read the first
+    token or, with `pooling="mean"`, the mean of the non-padding tokens.
 
     The encoder must have a pooler exactly when the head reads it;
     `build_task_model` adapts any encoder. Classification and multiple choice
@@ -94,7 +101,8 @@ class TaskModel(BatchDictTraining, keras.Model):
     ((1, 3), 'positive')
     """
 
-    def __init__(self, encoder, task, num_labels=None, id2label=None, dropout=None, **kwargs):
+    def __init__(self, encoder, task, num_labels=None, id2label=None, dropout=None,
+                 pooling="first_token", **kwargs):
         if task not in TASK_MODEL_KINDS:
             raise ValueError(f"task must be one of {TASK_MODEL_KINDS}, got {task!r}")
         if not isinstance(encoder, Encoder):
@@ -118,12 +126,18 @@ class TaskModel(BatchDictTraining, keras.Model):
         dropout = config.dropout if dropout is None else dropout
         if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        summary = config.family_traits.summary_heads.get(task)
+        if pooling not in TASK_POOLINGS:
+            raise ValueError(f"pooling must be one of {TASK_POOLINGS}, got {pooling!r}")
+        if pooling == "mean" and (summary is None or summary.source != "first_token"):
+            raise ValueError(f"pooling='mean' is for heads that read a first-token summary; "
+                             f"the {config.family} {task} head does not")
         policy = encoder.dtype_policy
         initializer = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
         # === Layers ===
         head_dropout = keras.layers.Dropout(dropout, dtype=policy, name="head_dropout")
-        summary = config.family_traits.summary_heads.get(task)
+        transform = head_transform(config, policy)
         inner = None
         if summary is not None and summary.inner_activation:
             inner = keras.layers.Dense(config.hidden_size, kernel_initializer=initializer,
@@ -140,13 +154,17 @@ class TaskModel(BatchDictTraining, keras.Model):
         if choices:
             fold = FoldChoices(name="fold_choices")
             encoder_inputs = {name: fold(inputs[name]) for name in INPUT_NAMES}
-        if summary is not None:
+        if summary is not None and pooling == "mean":
+            summarized = transform(SentencePooling("mean", name="mean_pooling")(
+                encoder(encoder_inputs)["sequence_output"], encoder_inputs["padding_mask"]))
+        elif summary is not None:
             # The head reads one token: the last layer runs only there (the pooler reads the
             # first token; a first-token head asks for position 0).
             first = encoder_inputs["token_ids"][:, :0 if summary.reads_pooler else 1]
             encoded = encoder.outputs_at_positions(encoder_inputs, keras.ops.zeros_like(first))
-            summarized = (encoded["pooled_output"] if summary.reads_pooler
-                          else encoded["sequence_output"][:, 0, :])
+            summarized = transform(encoded["pooled_output"] if summary.reads_pooler
+                                   else encoded["sequence_output"][:, 0, :])
+        if summary is not None:
             if summary.dropout_first:
                 summarized = head_dropout(summarized)
             if inner is not None:
@@ -157,10 +175,10 @@ class TaskModel(BatchDictTraining, keras.Model):
                 logits = UnfoldChoiceLogits(name="unfold_choices")(logits, inputs["token_ids"])
             outputs = {"logits": logits}
         elif task == "token_classification":
-            outputs = {"logits": keras.ops.cast(
-                output_layer(head_dropout(encoder(encoder_inputs)["sequence_output"])), "float32")}
+            outputs = {"logits": keras.ops.cast(output_layer(head_dropout(transform(
+                encoder(encoder_inputs)["sequence_output"]))), "float32")}
         else:
-            sequence_output = encoder(encoder_inputs)["sequence_output"]
+            sequence_output = transform(encoder(encoder_inputs)["sequence_output"])
             if config.family_traits.dropout_before_span_head:
                 sequence_output = head_dropout(sequence_output)
             span_logits = keras.ops.cast(output_layer(sequence_output), "float32")
@@ -174,6 +192,7 @@ class TaskModel(BatchDictTraining, keras.Model):
         self.num_labels = num_labels
         self.id2label = id2label
         self.dropout = dropout
+        self.pooling = pooling
 
     @property
     def label2id(self):
@@ -258,6 +277,7 @@ class TaskModel(BatchDictTraining, keras.Model):
             "id2label": None if self.id2label is None else {
                 str(index): name for index, name in self.id2label.items()},
             "dropout": self.dropout,
+            "pooling": self.pooling,
         }
 
     @classmethod
@@ -265,6 +285,23 @@ class TaskModel(BatchDictTraining, keras.Model):
         config = dict(config)
         config["encoder"] = keras.layers.deserialize(config["encoder"])
         return cls(**config)
+
+
+def head_transform(config, policy):
+    """The dense -> activation -> LayerNorm transform a family's fine-tuning heads start with
+    (`ModelTraits.head_transform` names its activation; ModernBERT's `head`), as a callable on
+    `[..., hidden]` tensors; the identity for the other families."""
+    activation_name = config.family_traits.head_transform
+    if activation_name is None:
+        return lambda hidden: hidden
+    dense = keras.layers.Dense(
+        config.hidden_size, use_bias=config.use_bias, dtype=policy, name="head_dense",
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=config.initializer_range))
+    layer_norm = keras.layers.LayerNormalization(
+        epsilon=config.layer_norm_epsilon, center=config.use_bias, dtype=policy,
+        name="head_layer_norm")
+    activation = get_activation(activation_name)
+    return lambda hidden: layer_norm(activation(dense(hidden)))
 
 
 def encoder_of(model):

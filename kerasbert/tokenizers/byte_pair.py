@@ -177,7 +177,11 @@ class BytePairTokenizer(Tokenizer):
 
     def __init__(self, vocabulary, merges, add_prefix_space=False, unk_token="<unk>",
                  cls_token="<s>", sep_token="</s>", pad_token="<pad>", mask_token="<mask>",
-                 split_special_tokens=False, lstrip_tokens=(), rstrip_tokens=(), **kwargs):
+                 split_special_tokens=False, lstrip_tokens=(), rstrip_tokens=(),
+                 pair_separators=2, **kwargs):
+        if pair_separators not in (1, 2):
+            raise ValueError(f"pair_separators must be 1 or 2, got {pair_separators!r}")
+        self.pair_separators = pair_separators
         special_tokens = {"pad": pad_token, "unk": unk_token, "cls": cls_token,
                           "sep": sep_token, "mask": mask_token}
         super().__init__(vocabulary, special_tokens, **kwargs)
@@ -466,6 +470,7 @@ class BytePairTokenizer(Tokenizer):
             "split_special_tokens": self.split_special_tokens,
             "lstrip_tokens": list(self.lstrip_tokens),
             "rstrip_tokens": list(self.rstrip_tokens),
+            "pair_separators": self.pair_separators,
         })
         return config
 

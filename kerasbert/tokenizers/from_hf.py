@@ -119,12 +119,16 @@ def _from_tokenizer_json(directory, config, specials):
         if pre_tokenizer.get("type") != "ByteLevel":
             raise VocabularyError(f"{path}: only byte-level BPE (ByteLevel pre-tokenizer) is supported")
         merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+        # Added tokens (ModernBERT's [CLS], [SEP], ... after the BPE vocabulary) have ids too.
+        vocabulary = {**model["vocab"], **{token["content"]: token["id"]
+                                           for token in spec.get("added_tokens", [])}}
         return BytePairTokenizer(
-            vocabulary_from_ids(model["vocab"], path), merges,
+            vocabulary_from_ids(vocabulary, path), merges,
             add_prefix_space=pre_tokenizer.get("add_prefix_space", False),
             lstrip_tokens=[t["content"] for t in spec.get("added_tokens", []) if t.get("lstrip")],
             rstrip_tokens=[t["content"] for t in spec.get("added_tokens", []) if t.get("rstrip")],
-            source=path, **specials)
+            pair_separators=_pair_separators(spec.get("post_processor")), source=path,
+            **specials)
     if model.get("type") == "Unigram":
         steps = _normalizer_types(spec.get("normalizer"))
         return SentencePieceTokenizer(
@@ -133,6 +137,22 @@ def _from_tokenizer_json(directory, config, specials):
             keep_accents=config.get("keep_accents", "StripAccents" not in steps),
             remove_space=config.get("remove_space", True), source=path, **specials)
     raise VocabularyError(f"{path}: tokenizer model type {model.get('type')!r} is not supported")
+
+
+def _pair_separators(post_processor):
+    """How many separators a `tokenizer.json` post-processor puts between a pair's texts:
+    RoBERTa's two (`<s> A </s></s> B </s>`), or as many special tokens as a template has
+    between `$A` and `$B` (ModernBERT's `[CLS] A [SEP] B [SEP]`: one)."""
+    post_processor = post_processor or {}
+    if post_processor.get("type") != "TemplateProcessing":
+        return 2
+    pieces = post_processor.get("pair") or []
+    kinds = ["A" if (piece.get("Sequence") or {}).get("id") == "A" else
+             "B" if (piece.get("Sequence") or {}).get("id") == "B" else "special"
+             for piece in pieces]
+    if "A" not in kinds or "B" not in kinds:
+        return 2
+    return kinds.index("B") - kinds.index("A") - 1
 
 
 def _second_segment_id(config):

@@ -27,6 +27,10 @@ CASES = [
     ("distilbert", "DistilBertModel", dict(hidden_size=36, num_attention_heads=3,
                                            num_hidden_layers=3, hidden_act="relu",
                                            intermediate_size=50)),
+    ("modernbert", "ModernBertModel", {}),
+    ("modernbert", "ModernBertModel", dict(hidden_size=48, num_attention_heads=4,
+                                           num_hidden_layers=5, global_attn_every_n_layers=2,
+                                           local_rope_theta=500.0, global_rope_theta=2e4)),
 ]
 
 
@@ -73,6 +77,7 @@ def test_parity_tolerance_detects_an_activation_mix_up(activation, swapped, tmp_
     ("albert", "AlbertModel", dict(num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2)),
     ("electra", "ElectraModel", dict(embedding_size=16)),
     ("distilbert", "DistilBertModel", dict(num_hidden_layers=3)),
+    ("modernbert", "ModernBertModel", {}),
 ])
 def test_hidden_states_match_transformers(family, model_class, overrides, tmp_path):
     reference = save_hf_model(model_class, hf_config(family, **overrides), tmp_path)
@@ -85,6 +90,25 @@ def test_hidden_states_match_transformers(family, model_class, overrides, tmp_pa
     assert len(hidden_states) == len(expected)
     for ours, theirs in zip(hidden_states, expected):
         np.testing.assert_allclose(ours, theirs.numpy(), rtol=0, atol=TOLERANCE)
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+@pytest.mark.parametrize("seq", [17, 60, 200])
+def test_modernbert_matches_transformers_past_its_local_window(seq, implementation, tmp_path):
+    """Local layers see 16 tokens here (`hf_config`): at 17 tokens and more the window cuts,
+    and at 200 kerasbert's blocked local attention runs over 25 blocks, with padding."""
+    import transformers
+
+    save_hf_model("ModernBertModel", hf_config("modernbert"), tmp_path)
+    reference = transformers.ModernBertModel.from_pretrained(
+        tmp_path, attn_implementation=implementation).eval()
+    encoder = kerasbert.convert.from_hf(tmp_path)
+    assert encoder.transformer_layers[1].local_window == 16
+    inputs = random_inputs(encoder.config, batch=3, seq=seq, seed=seq)
+    real = inputs["padding_mask"] == 1
+    np.testing.assert_allclose(
+        np.asarray(encoder(inputs)["sequence_output"])[real],
+        hf_outputs(reference, inputs).last_hidden_state.numpy()[real], rtol=0, atol=TOLERANCE)
 
 
 def test_roberta_positions_ignore_padding_tokens(tmp_path):
@@ -125,7 +149,7 @@ def test_sharded_safetensors_checkpoint(tmp_path):
 @pytest.mark.parametrize("family,model_class", [
     ("bert", "BertForMaskedLM"), ("roberta", "RobertaForMaskedLM"),
     ("albert", "AlbertForPreTraining"), ("electra", "ElectraForPreTraining"),
-    ("distilbert", "DistilBertForMaskedLM"),
+    ("distilbert", "DistilBertForMaskedLM"), ("modernbert", "ModernBertForMaskedLM"),
 ])
 def test_encoder_only_import_of_head_checkpoints(family, model_class, tmp_path):
     reference = save_hf_model(model_class, hf_config(family), tmp_path)

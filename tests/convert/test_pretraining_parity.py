@@ -27,6 +27,7 @@ CASES = [
     ("electra", "ElectraForMaskedLM", dict(embedding_size=16, hidden_act="relu"), ("mlm",),
      {"logits": "mlm_logits"}),
     ("distilbert", "DistilBertForMaskedLM", {}, ("mlm",), {"logits": "mlm_logits"}),
+    ("modernbert", "ModernBertForMaskedLM", {}, ("mlm",), {"logits": "mlm_logits"}),
 ]
 
 

@@ -8,9 +8,9 @@ import kerasbert
 from tests.helpers import hf_config, random_inputs, run_hf_model, save_hf_model
 
 TOLERANCE = 1e-5
-FAMILIES = ("bert", "roberta", "albert", "electra", "distilbert")
+FAMILIES = ("bert", "roberta", "albert", "electra", "distilbert", "modernbert")
 STEMS = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra",
-         "distilbert": "DistilBert"}
+         "distilbert": "DistilBert", "modernbert": "ModernBert"}
 LABELS = {0: "O", 1: "B-PER", 2: "I-PER"}
 
 
@@ -40,7 +40,7 @@ def test_sequence_classification(family, tmp_path):
                                rtol=0, atol=TOLERANCE)
 
 
-@pytest.mark.parametrize("family", ("bert", "roberta", "distilbert"))
+@pytest.mark.parametrize("family", ("bert", "roberta", "distilbert", "modernbert"))
 def test_regression(family, tmp_path):
     reference, model = import_reference(f"{STEMS[family]}ForSequenceClassification",
                                         hf_config(family, num_labels=1), tmp_path)
@@ -96,7 +96,25 @@ HEAD_DROPOUTS = [
     ("distilbert", "DistilBertForSequenceClassification", "seq_classif_dropout", 0.25),
     ("distilbert", "DistilBertForTokenClassification", "hidden_dropout_prob", 0.15),
     ("distilbert", "DistilBertForQuestionAnswering", "qa_dropout", 0.3),
+    ("modernbert", "ModernBertForTokenClassification", "classifier_dropout", 0.2),
 ]
+
+
+# ModernBERT's sequence-level heads pool by `classifier_pooling`: the first token or the mean of
+# the tokens, over sequences reaching past the local window of 16.
+@pytest.mark.parametrize("pooling", ["cls", "mean"])
+@pytest.mark.parametrize("model_class", ["ModernBertForSequenceClassification",
+                                         "ModernBertForMultipleChoice"])
+def test_pooling_comes_from_the_checkpoint_config(model_class, pooling, tmp_path):
+    reference, model = import_reference(model_class, hf_config(
+        "modernbert", classifier_pooling=pooling), tmp_path)
+    assert model.pooling == {"cls": "first_token", "mean": "mean"}[pooling]
+    config = model.encoder.config
+    inputs = (choice_inputs(config, seq=45) if model.task == "multiple_choice"
+              else random_inputs(config, seq=45))
+    np.testing.assert_allclose(model(inputs)["logits"],
+                               run_hf_model(reference, inputs).logits.numpy(),
+                               rtol=0, atol=TOLERANCE)
 
 
 @pytest.mark.parametrize("family,model_class,key,dropout", HEAD_DROPOUTS,

@@ -23,7 +23,7 @@ from tests.tokenizer_cases import ADVERSARIAL_TEXTS
 
 TOLERANCE = 1e-5
 STEMS = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra",
-         "distilbert": "DistilBert"}
+         "distilbert": "DistilBert", "modernbert": "ModernBert"}
 LABELS = dict(id2label={0: "neg", 1: "neutral", 2: "pos"},
               label2id={"neg": 0, "neutral": 1, "pos": 2})
 
@@ -43,6 +43,8 @@ def _overrides(architecture):
         "DistilBertForSequenceClassification": dict(LABELS, seq_classif_dropout=0.3),
         "DistilBertForQuestionAnswering": dict(qa_dropout=0.2),
         "DistilBertForMultipleChoice": dict(sinusoidal_pos_embds=True),
+        "ModernBertForSequenceClassification": dict(LABELS, classifier_pooling="mean"),
+        "ModernBertForMultipleChoice": dict(classifier_pooling="mean", classifier_dropout=0.2),
     }.get(architecture, LABELS if "Classification" in architecture else {})
 
 
@@ -51,7 +53,7 @@ ROUND_TRIPS = [(_family(architecture), architecture, _overrides(architecture)) f
                in [*ENCODER_ARCHITECTURES.values(), *PRETRAINING_ARCHITECTURES,
                    *TASK_ARCHITECTURES]]
 ROUND_TRIPS.append(("roberta", "RobertaForSequenceClassification", dict(num_labels=1)))
-assert len(ROUND_TRIPS) == 5 + 8 + 20 + 1
+assert len(ROUND_TRIPS) == 6 + 9 + 24 + 1
 
 
 def _outputs(model, inputs):
@@ -96,7 +98,10 @@ def test_transformers_round_trip(case, tmp_path):
                   "pad_token_id", "max_position_embeddings", "type_vocab_size",
                   # DistilBERT's own names
                   "dim", "n_layers", "n_heads", "hidden_dim", "activation", "sinusoidal_pos_embds",
-                  "seq_classif_dropout", "qa_dropout", "dropout"):
+                  "seq_classif_dropout", "qa_dropout", "dropout",
+                  # ModernBERT's own names
+                  "hidden_activation", "norm_eps", "local_attention", "layer_types",
+                  "rope_parameters", "classifier_pooling", "classifier_activation"):
         assert getattr(exported.config, field, None) == getattr(reference.config, field,
                                                                 None), field
     for field in ("classifier_dropout", "classifier_dropout_prob", "summary_last_dropout"):

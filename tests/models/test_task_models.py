@@ -17,7 +17,7 @@ from tests.helpers import TINY_CONFIGS, hf_config, random_inputs, save_hf_model
 
 FAMILIES = sorted(TINY_CONFIGS)
 STEMS = {"bert": "Bert", "roberta": "Roberta", "albert": "Albert", "electra": "Electra",
-         "distilbert": "DistilBert"}
+         "distilbert": "DistilBert", "modernbert": "ModernBert"}
 HF_CLASSES = {"sequence_classification": "ForSequenceClassification",
               "token_classification": "ForTokenClassification",
               "question_answering": "ForQuestionAnswering",
@@ -95,8 +95,9 @@ def test_keras_file_and_config_round_trip(case, tmp_path):
     model.save(tmp_path / "model.keras")
     reloaded = keras.models.load_model(tmp_path / "model.keras")  # no custom_objects
     assert isinstance(reloaded, TaskModel)
-    assert (reloaded.task, reloaded.num_labels, reloaded.id2label, reloaded.dropout) == (
-        model.task, model.num_labels, model.id2label, 0.2)
+    assert (reloaded.task, reloaded.num_labels, reloaded.id2label, reloaded.dropout,
+            reloaded.pooling) == (model.task, model.num_labels, model.id2label, 0.2,
+                                  model.pooling)
     assert_outputs_equal(model(inputs), reloaded(inputs))
     clone = TaskModel.from_config(model.get_config())
     assert clone.get_config()["id2label"] == model.get_config()["id2label"]
@@ -263,3 +264,24 @@ def test_impossible_settings_are_refused():
         build_task_model(config, "token_classification", num_labels=3, id2label=["O", "B"])
     with pytest.raises(ValueError, match="build_task_model adds or removes it"):
         TaskModel(kerasbert.models.build_encoder(config), "token_classification")
+
+
+@pytest.mark.parametrize("task", ["sequence_classification", "multiple_choice"])
+def test_mean_pooling_heads_save_reload_and_ignore_padding(task, tmp_path):
+    model = build("modernbert", task, pooling="mean")
+    inputs = task_inputs(model.encoder.config, task)
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.models.load_model(tmp_path / "model.keras")
+    assert reloaded.pooling == "mean"
+    assert_outputs_equal(model(inputs), reloaded(inputs))
+    # Padding tokens do not count: more padding after the same tokens gives the same logits.
+    longer = {name: np.concatenate([value, np.full(value.shape[:-1] + (5,), 0, "int32")],
+                                   axis=-1) for name, value in inputs.items()}
+    assert_outputs_equal(model(inputs), model(longer), atol=1e-5)
+
+
+def test_mean_pooling_is_refused_where_the_head_reads_no_first_token():
+    with pytest.raises(ValueError, match="pooling='mean'"):
+        build("bert", "sequence_classification", pooling="mean")
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        build("modernbert", "sequence_classification", pooling="max")

@@ -128,3 +128,40 @@ def test_unigram_tokenizer_json_errors_name_the_field(tmp_path):
     (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
     with pytest.raises(VocabularyError, match=r"model.vocab\[1\]"):
         from_hf(tmp_path)
+
+
+def test_reads_a_modernbert_tokenizer_json(tmp_path):
+    """ModernBERT's tokenizer: byte-level BPE with BERT's special tokens ([MASK] with lstrip)
+    and a `[CLS] A [SEP] B [SEP]` template: ids, pairs and truncation equal to transformers'
+    fast tokenizer."""
+    import tokenizers
+
+    directory = demo.vocabulary_dir("byte_pair")
+    model = tokenizers.models.BPE.from_file(f"{directory}/vocab.json", f"{directory}/merges.txt")
+    backend = tokenizers.Tokenizer(model)
+    backend.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = tokenizers.decoders.ByteLevel()
+    specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]"]
+    backend.add_special_tokens(specials + [tokenizers.AddedToken("[MASK]", lstrip=True)])
+    cls, sep = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
+    backend.post_processor = tokenizers.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
+        pad_token="[PAD]", mask_token="[MASK]",
+        model_input_names=["input_ids", "attention_mask"]).save_pretrained(tmp_path)
+    reference = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    ours = from_hf(tmp_path)
+    assert isinstance(ours, BytePairTokenizer) and ours.pair_separators == 1
+    assert ours.lstrip_tokens == ["[MASK]"] and ours.cls_token_id == cls
+    first = ADVERSARIAL_TEXTS + ["This is a [MASK] test."]
+    second = list(reversed(first))
+    packed = ours(first, second, max_length=24, truncation="longest_first")
+    expected = reference(first, second, max_length=24, truncation="longest_first",
+                         padding="max_length")
+    assert packed["token_ids"].numpy().tolist() == expected["input_ids"]
+    assert packed["padding_mask"].numpy().tolist() == expected["attention_mask"]
+    single = ours(first, max_length=16)["token_ids"].numpy().tolist()
+    assert single == reference(first, max_length=16, truncation=True,
+                               padding="max_length")["input_ids"]

@@ -46,6 +46,16 @@ _ELECTRA_JSON = dict(vocab_size=30522, max_position_embeddings=512, type_vocab_s
 _DISTILBERT_JSON = dict(max_position_embeddings=512, sinusoidal_pos_embds=False, n_layers=6,
                         n_heads=12, dim=768, hidden_dim=3072, dropout=0.1, attention_dropout=0.1,
                         activation="gelu", initializer_range=0.02, pad_token_id=0)
+# answerdotai/ModernBERT-base's and -large's config.json (the older rope keys they were released
+# with; transformers reads both).
+_MODERNBERT_JSON = dict(vocab_size=50368, max_position_embeddings=8192, hidden_activation="gelu",
+                        norm_eps=1e-5, norm_bias=False, attention_bias=False, mlp_bias=False,
+                        pad_token_id=50283, bos_token_id=50281, eos_token_id=50282,
+                        cls_token_id=50281, sep_token_id=50282, local_attention=128,
+                        global_attn_every_n_layers=3, global_rope_theta=160000.0,
+                        local_rope_theta=10000.0, embedding_dropout=0.0,
+                        attention_dropout=0.0, mlp_dropout=0.0, initializer_range=0.02,
+                        classifier_pooling="mean", classifier_activation="gelu")
 
 # preset name -> (public checkpoint, its config.json values)
 PUBLIC = {
@@ -118,6 +128,12 @@ PUBLIC = {
         _DISTILBERT_JSON, vocab_size=28996)),
     "distilbert_base_multilingual_cased": ("distilbert/distilbert-base-multilingual-cased", dict(
         _DISTILBERT_JSON, vocab_size=119547)),
+    "modernbert_base": ("answerdotai/ModernBERT-base", dict(
+        _MODERNBERT_JSON, hidden_size=768, intermediate_size=1152, num_hidden_layers=22,
+        num_attention_heads=12)),
+    "modernbert_large": ("answerdotai/ModernBERT-large", dict(
+        _MODERNBERT_JSON, hidden_size=1024, intermediate_size=2624, num_hidden_layers=28,
+        num_attention_heads=16)),
 }
 
 EXPECTED_NAMES = (
@@ -128,6 +144,7 @@ EXPECTED_NAMES = (
     + [f"electra_{size}_{role}" for size in ("small", "base", "large")
        for role in ("discriminator", "generator")]
     + ["distilbert_base_uncased", "distilbert_base_cased", "distilbert_base_multilingual_cased"]
+    + ["modernbert_base", "modernbert_large"]
 )
 
 # EncoderConfig field -> config.json key
@@ -162,6 +179,22 @@ DISTILBERT_FIELD_TO_JSON = {
     "initializer_range": "initializer_range",
     "sinusoidal_positions": "sinusoidal_pos_embds",
 }
+# ModernBERT's config.json keys.
+MODERNBERT_FIELD_TO_JSON = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "hidden_size",
+    "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "intermediate_size": "intermediate_size",
+    "max_positions": "max_position_embeddings",
+    "hidden_activation": "hidden_activation",
+    "layer_norm_epsilon": "norm_eps",
+    "pad_token_id": "pad_token_id",
+    "dropout": "embedding_dropout",
+    "attention_dropout": "attention_dropout",
+    "initializer_range": "initializer_range",
+    "local_attention_window": "local_attention",
+}
 
 _TRANSFORMERS_CLASSES = {
     "bert": ("BertConfig", "BertModel"),
@@ -169,6 +202,7 @@ _TRANSFORMERS_CLASSES = {
     "albert": ("AlbertConfig", "AlbertModel"),
     "electra": ("ElectraConfig", "ElectraModel"),
     "distilbert": ("DistilBertConfig", "DistilBertModel"),
+    "modernbert": ("ModernBertConfig", "ModernBertModel"),
 }
 
 
@@ -236,18 +270,23 @@ def _hf_counts(family, model):
                   for layer in group.albert_layers]
     elif family == "distilbert":
         projection, layers = None, list(model.transformer.layer)
+    elif family == "modernbert":
+        projection, layers = None, list(model.layers)
     else:
         projection = getattr(model, "embeddings_project", None)  # ELECTRA with E != H only
         layers = list(model.encoder.layer)
     pooler = getattr(model, "pooler", None)
+    final_norm = getattr(model, "final_norm", None)  # ModernBERT's, after the stack
     counts = {
         "embeddings": _torch_count(model.embeddings, projection),
         "layers": [_torch_count(layer) for layer in layers],
+        "final_norm": _torch_count(final_norm) if final_norm is not None else None,
         "pooler": _torch_count(pooler) if pooler is not None else None,
         "total": _torch_count(model),
     }
     assert counts["total"] == (counts["embeddings"] + sum(counts["layers"])
-                               + (counts["pooler"] or 0)), "split misses some transformers weights"
+                               + (counts["final_norm"] or 0) + (counts["pooler"] or 0)), (
+        "split misses some transformers weights")
     return counts
 
 
@@ -255,11 +294,14 @@ def _our_counts(encoder):
     counts = {
         "embeddings": encoder.embeddings.count_params(),
         "layers": [layer.count_params() for layer in encoder.transformer_layers],
+        "final_norm": (encoder.final_layer_norm.count_params()
+                       if encoder.final_layer_norm is not None else None),
         "pooler": encoder.pooler.count_params() if encoder.pooler is not None else None,
         "total": encoder.count_params(),
     }
     assert counts["total"] == (counts["embeddings"] + sum(counts["layers"])
-                               + (counts["pooler"] or 0)), "encoder has weights outside its parts"
+                               + (counts["final_norm"] or 0) + (counts["pooler"] or 0)), (
+        "encoder has weights outside its parts")
     return counts
 
 
@@ -270,7 +312,7 @@ def _weight_shapes(encoder):
 # === 1. Names ===
 
 def test_exactly_the_expected_presets():
-    assert len(EXPECTED_NAMES) == len(set(EXPECTED_NAMES)) == 24
+    assert len(EXPECTED_NAMES) == len(set(EXPECTED_NAMES)) == 26
     assert zoo.list_presets() == sorted(EXPECTED_NAMES)
     assert sorted(PUBLIC) == sorted(EXPECTED_NAMES)  # this file's table covers them all
 
@@ -288,6 +330,15 @@ def test_config_matches_public_config_json(name):
     config = zoo.get_config(name)
     assert isinstance(config, EncoderConfig)
     family = _family(name)
+    if family == "modernbert":
+        expected = {field: json_values[key] for field, key in MODERNBERT_FIELD_TO_JSON.items()}
+        expected.update(family=family, embedding_size=json_values["hidden_size"],
+                        type_vocab_size=0, use_pooler=False, gated_mlp=True, pre_norm=True,
+                        use_bias=False, rotary_theta=json_values["global_rope_theta"],
+                        local_rotary_theta=json_values["local_rope_theta"],
+                        global_attention_every=json_values["global_attn_every_n_layers"])
+        assert {field: getattr(config, field) for field in expected} == expected
+        return
     if family == "distilbert":
         expected = {field: json_values[key] for field, key in DISTILBERT_FIELD_TO_JSON.items()}
         expected.update(family=family, embedding_size=json_values["dim"], type_vocab_size=0,
@@ -318,8 +369,9 @@ def test_parameter_counts_match_transformers(name):
     assert actual["embeddings"] == expected["embeddings"]
     assert actual["layers"] == expected["layers"]  # ALBERT: one shared layer on both sides
     assert actual["pooler"] == expected["pooler"]  # None for ELECTRA on both sides
+    assert actual["final_norm"] == expected["final_norm"]  # ModernBERT's only
     assert actual["total"] == expected["total"]
-    if family in ("electra", "distilbert"):
+    if family in ("electra", "distilbert", "modernbert"):
         assert encoder.pooler is None
         assert "pooled_output" not in encoder.output
     else:
