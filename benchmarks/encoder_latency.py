@@ -29,9 +29,7 @@ Run from the repository root:
 import argparse
 import gc
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # hide TensorFlow's INFO logs
@@ -45,7 +43,8 @@ import transformers  # noqa: E402
 
 import kerasbert  # noqa: E402
 
-from reporting import SMOKE_HELP, SMOKE_SHAPE, check_line, format_table, smoke_banner  # noqa: E402
+from reporting import (SMOKE_HELP, SMOKE_SHAPE, check_line, format_table,  # noqa: E402
+                       median_seconds, smoke_banner)
 
 PRESET = "bert_base_uncased"
 VOCAB, MAX_LENGTH = 30522, 512
@@ -58,17 +57,6 @@ COLUMNS = (OURS, "kerasbert no-XLA", "keras-hub plain", KERAS_HUB_XLA, PYTORCH)
 def default_repeats(batch, seq):
     """Timed calls per shape: fewer for shapes as large as batch 8 x seq 512."""
     return 10 if batch * seq < 4096 else 3
-
-
-def median_seconds(run, inputs, repeats):
-    for _ in range(WARMUP):
-        run(inputs)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run(inputs)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def random_inputs(batch, seq):
@@ -150,7 +138,8 @@ def measure(shapes, repeats, model_shape):
             inputs = convert(*random_inputs(batch, seq))
             for name, run in runners.items():
                 print(f"  {name}: batch {batch}, seq {seq} ...", file=sys.stderr, flush=True)
-                results[batch, seq][name] = median_seconds(run, inputs, repeats[batch, seq])
+                results[batch, seq][name] = median_seconds(run, inputs, repeats[batch, seq],
+                                                           WARMUP)
         del convert, runners, inputs
         keras.backend.clear_session()
         gc.collect()

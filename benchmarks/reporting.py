@@ -1,5 +1,21 @@
 """Printing shared by the benchmark scripts: aligned or Markdown tables, target PASS/MISS lines,
-and what their `--smoke` runs share."""
+and what their `--smoke` runs share; and the median time of a call."""
+
+import statistics
+import time
+
+
+def median_seconds(run, inputs, repeats, warmup):
+    """The median wall-clock seconds of `run(inputs)` over `repeats` calls, after `warmup`
+    untimed calls (where tracing and compilation happen)."""
+    for _ in range(warmup):
+        run(inputs)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run(inputs)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def format_table(header, rows, markdown=False):

@@ -110,11 +110,36 @@ def save_hf_model(model_class_name, config, directory, seed=0, max_shard_size="5
     return model
 
 
+def save_modernbert_tokenizer(directory):
+    """A ModernBERT-style tokenizer folder (`tokenizer.json`: byte-level BPE over the shipped
+    byte-pair vocabulary, BERT's special tokens added after it, `[MASK]` with lstrip, the
+    `[CLS] A [SEP] B [SEP]` template, no token types), as transformers saves ModernBERT's;
+    returns transformers' fast tokenizer of it."""
+    import tokenizers
+    import transformers
+
+    vocabulary = kerasbert.data.demo.vocabulary_dir("byte_pair")
+    backend = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(
+        f"{vocabulary}/vocab.json", f"{vocabulary}/merges.txt"))
+    backend.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = tokenizers.decoders.ByteLevel()
+    backend.add_special_tokens(["[UNK]", "[CLS]", "[SEP]", "[PAD]",
+                                tokenizers.AddedToken("[MASK]", lstrip=True)])
+    backend.post_processor = tokenizers.processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[(token, backend.token_to_id(token)) for token in ("[CLS]", "[SEP]")])
+    transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
+        pad_token="[PAD]", mask_token="[MASK]",
+        model_input_names=["input_ids", "attention_mask"]).save_pretrained(directory)
+    return transformers.AutoTokenizer.from_pretrained(directory)
+
+
 # family -> (transformers class, the shipped vocabulary its tokenizer uses)
 SENTENCE_TRANSFORMERS_FAMILIES = {
     "bert": ("BertModel", "wordpiece"), "roberta": ("RobertaModel", "byte_pair"),
     "albert": ("AlbertModel", "sentence_piece"), "electra": ("ElectraModel", "wordpiece"),
-    "distilbert": ("DistilBertModel", "wordpiece")}
+    "distilbert": ("DistilBertModel", "wordpiece"), "modernbert": ("ModernBertModel", "byte_pair")}
 
 
 def save_sentence_transformers_model(directory, family, pooling="mean", dense=(), normalize=False,
@@ -130,11 +155,18 @@ def save_sentence_transformers_model(directory, family, pooling="mean", dense=()
     from kerasbert.tokenizers import from_hf as tokenizer_from_hf
 
     model_class, tokenizer_kind = SENTENCE_TRANSFORMERS_FAMILIES[family]
-    tokenizer = tokenizer_from_hf(kerasbert.data.demo.vocabulary_dir(tokenizer_kind))
-    config = hf_config(family, vocab_size=tokenizer.vocabulary_size())
     transformer_dir = directory / "transformer"
+    if family == "modernbert":  # transformers reads its tokenizer from tokenizer.json only
+        transformer_dir.mkdir(parents=True)
+        tokenizer = tokenizer_from_hf(save_modernbert_tokenizer(transformer_dir).name_or_path)
+        files = {}
+    else:
+        tokenizer = tokenizer_from_hf(kerasbert.data.demo.vocabulary_dir(tokenizer_kind))
+        files = tokenizer_files(tokenizer, model_max_length=64)
+    config = hf_config(family, vocab_size=tokenizer.vocabulary_size(),
+                       pad_token_id=tokenizer.pad_token_id)
     save_hf_model(model_class, config, transformer_dir)
-    for name, content in tokenizer_files(tokenizer, model_max_length=64).items():
+    for name, content in files.items():
         mode = "wb" if isinstance(content, bytes) else "w"
         with open(transformer_dir / name, mode) as file:
             file.write(content)

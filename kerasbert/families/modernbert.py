@@ -45,6 +45,7 @@ MODEL = ModelTraits(
     may_have_pooler=False,
     may_project_embeddings=False,
     mlm_activation="gelu",
+    dropout_before_span_head=True,  # head -> dropout -> classifier, for spans too
     fused_attention_projection=True,
     head_transform="gelu",
     encoder_defaults=ENCODER_DEFAULTS,

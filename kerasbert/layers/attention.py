@@ -6,7 +6,7 @@ import warnings
 import keras
 from keras import ops
 
-from kerasbert.layers.local_attention import local_attention, window_bias
+from kerasbert.layers.local_attention import local_attention, sees_a_token, window_bias
 from kerasbert.layers.rotary import rotary_frequencies, rotate
 
 
@@ -137,13 +137,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         """Every query row against every key (within the window when the layer has one):
         the context `[batch, queries, heads, head_size]`."""
         scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
-        scores = ops.cast(scores, "float32") + padding_mask_to_attention_bias(padding_mask)
+        bias = padding_mask_to_attention_bias(padding_mask)
         if self.local_window:
-            scores = scores + window_bias(query_positions, ops.shape(key)[2],
-                                          self.local_window // 2)
+            bias = bias + window_bias(query_positions, ops.shape(key)[2], self.local_window // 2)
+        scores = ops.cast(scores, "float32") + bias
         with warnings.catch_warnings():  # Keras warns on a length-1 softmax axis: valid here
             warnings.simplefilter("ignore", UserWarning)
             probs = ops.softmax(scores, axis=-1)
+        if self.local_window:  # as local_attention: no token in the window, no attention
+            probs = probs * sees_a_token(bias)
         probs = ops.cast(probs, self.compute_dtype)
         probs = self.probs_dropout(probs, training=training)
         return ops.transpose(ops.matmul(probs, value), (0, 2, 1, 3))

@@ -33,10 +33,9 @@ def rotate(x, positions, frequencies):
     dtype = x.dtype
     angles = ops.expand_dims(positions, -1) * ops.convert_to_tensor(frequencies)
     angles = ops.concatenate([angles, angles], axis=-1)
-    if len(angles.shape) == 2:
-        angles = angles[None, None]
-    else:
-        angles = ops.expand_dims(angles, 1)
+    if len(angles.shape) == 2:  # (expand_dims: TFLite's builtin StridedSlice adds no axes)
+        angles = ops.expand_dims(angles, 0)
+    angles = ops.expand_dims(angles, 1)
     x = ops.cast(x, "float32")
     half = x.shape[-1] // 2
     rotated = ops.concatenate([-x[..., half:], x[..., :half]], axis=-1)

@@ -174,9 +174,12 @@ def feature_extractor(encoder, layers=(-1, -2, -3, -4), combine="concat", word_p
               for input_name in INPUT_NAMES}
     hidden = encoder.embeddings(inputs["token_ids"], inputs["segment_ids"])
     hidden_states = [hidden]
-    for index in encoder.config.layer_schedule[:max(positions)]:
+    schedule = encoder.config.layer_schedule
+    for index in schedule[:max(positions)]:
         hidden = encoder.transformer_layers[index](hidden, inputs["padding_mask"])
         hidden_states.append(hidden)
+    if encoder.final_layer_norm is not None and max(positions) == len(schedule):
+        hidden_states[-1] = encoder.final_layer_norm(hidden)  # the encoder's last hidden state
     features = combination([hidden_states[position] for position in positions])
     if pooling is not None:
         inputs[WORD_IDS] = keras.Input(shape=(None,), dtype="int32", name=WORD_IDS)

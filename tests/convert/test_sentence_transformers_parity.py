@@ -42,6 +42,8 @@ CASES = [("bert", mode, (), False) for mode in
     ("electra", "max", ((16, torch.nn.Sigmoid()),), False),
     ("distilbert", "mean", (), True),
     ("distilbert", "lasttoken", ((16, torch.nn.SiLU()),), True),
+    ("modernbert", "mean", (), True),
+    ("modernbert", "cls", ((16, torch.nn.Tanh()),), False),
 ]
 
 

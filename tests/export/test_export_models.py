@@ -4,7 +4,7 @@ says so), and, each artifact run again here by its own runtime, matches `transfo
 (PyTorch).
 
 Each family is exported with at least two kinds of model and each kind of model with at least
-one family (11 exports; a full cross product would cost CI ~12 minutes more): the models come
+one family (13 exports; a full cross product would cost CI ~14 minutes more): the models come
 from `transformers` checkpoints with random weights through `--model=<Hugging Face folder>`.
 """
 
@@ -35,6 +35,8 @@ EXPORTS = [
     ("electra", "ElectraForQuestionAnswering", "question_answering"),
     ("distilbert", "DistilBertForMaskedLM", "pretraining"),
     ("distilbert", "DistilBertForSequenceClassification", "sequence_classification"),
+    ("modernbert", "ModernBertForMaskedLM", "pretraining"),
+    ("modernbert", "ModernBertForSequenceClassification", "sequence_classification"),
 ]
 # DistilBERT's classifier is exported with its fixed sinusoidal position table.
 HF_OVERRIDES = {("distilbert", "sequence_classification"): {"sinusoidal_pos_embds": True}}

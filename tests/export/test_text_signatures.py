@@ -21,7 +21,7 @@ import kerasbert
 from kerasbert.data import demo
 from kerasbert.export.padding_buckets import expected_width
 from tests.export.artifacts import run_text_signatures
-from tests.helpers import hf_config, save_hf_model
+from tests.helpers import hf_config, save_hf_model, save_modernbert_tokenizer
 from tests.tokenizer_cases import ADVERSARIAL_TEXTS
 
 pytestmark = pytest.mark.slow
@@ -143,18 +143,23 @@ def test_text_signatures_equal_hugging_face(family, tmp_path):
         assert "model_text.tflite" not in report["artifacts"]
 
 
-@pytest.mark.parametrize("family", ["electra", "distilbert"])
+@pytest.mark.parametrize("family", ["electra", "distilbert", "modernbert"])
 def test_every_family_s_text_signatures_verify_below_its_positions(family, tmp_path):
-    """The two WordPiece families the test above leaves out: a plain encoder whose hidden size
-    equals the window, exported with text signatures below its positions, verifies (the
+    """The families the test above leaves out (two WordPiece ones, and ModernBERT with its
+    `tokenizer.json`: byte-level BPE, `[CLS] A [SEP] B [SEP]`): a plain encoder whose hidden
+    size equals the window, exported with text signatures below its positions, verifies (the
     exporter compares every signature with the Keras model in a fresh process)."""
     hf_dir = tmp_path / "hf"
     hf_dir.mkdir()
-    hf_tokenizer = save_tokenizer("bert", hf_dir)
+    hf_tokenizer = (save_modernbert_tokenizer(hf_dir) if family == "modernbert"
+                    else save_tokenizer("bert", hf_dir))
     config = hf_config(family, vocab_size=len(hf_tokenizer), hidden_size=MAX_SEQ_LENGTH,
                        max_position_embeddings=2 * MAX_SEQ_LENGTH,
+                       pad_token_id=hf_tokenizer.pad_token_id,
                        **({"embedding_size": MAX_SEQ_LENGTH} if family == "electra" else {}))
-    save_hf_model(f"{'DistilBert' if family == 'distilbert' else 'Electra'}Model", config, hf_dir)
+    model_class = {"electra": "ElectraModel", "distilbert": "DistilBertModel",
+                   "modernbert": "ModernBertModel"}[family]
+    save_hf_model(model_class, config, hf_dir)
     report = kerasbert.export.export(hf_dir, tmp_path / "out", formats=("saved_model",),
                                      max_seq_length=MAX_SEQ_LENGTH, text_signatures=True)
     entry = report["artifacts"]["saved_model"]

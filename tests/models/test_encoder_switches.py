@@ -173,3 +173,14 @@ def test_a_fused_projection_equals_three_separate_ones():
     fused.output_dense.kernel.assign(np.asarray(separate.output_dense.kernel))
     np.testing.assert_allclose(np.asarray(fused(x, mask)), np.asarray(separate(x, mask)),
                                atol=1e-6)
+
+
+def test_outputs_do_not_depend_on_how_far_the_padding_reaches():
+    """Every position, padding included, gives the same output however long the batch is
+    padded (an exported model cuts batches to length buckets and is compared there): a padding
+    position with no token in its window attends to nothing."""
+    encoder = build_encoder(_config(num_layers=3))
+    inputs = _batch(40, seed=2)  # row 1: 26 tokens, then padding past the window of 16
+    longer = {name: np.pad(value, ((0, 0), (0, 37))) for name, value in inputs.items()}
+    np.testing.assert_allclose(np.asarray(encoder(longer)["sequence_output"])[:, :40],
+                               np.asarray(encoder(inputs)["sequence_output"]), atol=1e-5)

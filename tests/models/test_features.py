@@ -18,7 +18,8 @@ from kerasbert.data import demo
 from kerasbert.layers import TransformerLayer
 from kerasbert.models import extract_features, feature_extractor
 from kerasbert.models.features import write_json_lines
-from tests.helpers import TINY_CONFIGS, demo_wordpiece_tokenizer, hf_config, save_hf_model
+from tests.helpers import (TINY_CONFIGS, demo_wordpiece_tokenizer, hf_config, save_hf_model,
+                           save_modernbert_tokenizer)
 
 TOLERANCE = 1e-5
 MAX_SEQ_LENGTH = 16
@@ -36,6 +37,7 @@ FAMILIES = {  # family: (transformers class, demo vocabulary, its files)
     "bert": ("BertModel", "wordpiece", ("vocab.txt",)),
     "roberta": ("RobertaModel", "byte_pair", ("vocab.json", "merges.txt")),
     "albert": ("AlbertModel", "sentence_piece", ("spiece.model",)),
+    "modernbert": ("ModernBertModel", None, None),  # its tokenizer.json: save_modernbert_tokenizer
 }
 # Every combination and word pooling on BERT, some of each on the others: (combine, word_pooling).
 CASES = {
@@ -43,6 +45,7 @@ CASES = {
              (None, "mean")],
     "roberta": [("concat", None), ("sum", "first")],
     "albert": [("mean", None), ("concat", "first")],
+    "modernbert": [("concat", None), ("mean", "first")],
 }
 
 
@@ -50,10 +53,15 @@ def save_family_folder(name, directory):
     """A Hugging Face folder of a random `name` model with the demo tokenizer of its family;
     returns transformers' model and tokenizer of it."""
     class_name, vocabulary, files = FAMILIES[name]
-    for file in files:
-        shutil.copy(f"{demo.vocabulary_dir(vocabulary)}/{file}", directory)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(directory), config=hf_config(name))
-    model = save_hf_model(class_name, hf_config(name, vocab_size=len(tokenizer)), directory)
+    if files is None:
+        tokenizer = save_modernbert_tokenizer(directory)
+    else:
+        for file in files:
+            shutil.copy(f"{demo.vocabulary_dir(vocabulary)}/{file}", directory)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(directory),
+                                                               config=hf_config(name))
+    model = save_hf_model(class_name, hf_config(name, vocab_size=len(tokenizer),
+                                                pad_token_id=tokenizer.pad_token_id), directory)
     return model, tokenizer
 
 
@@ -64,8 +72,9 @@ def reference_record(item, reference, tokenizer):
     # transformers 5's AlbertTokenizer leaves token_type_ids out unless asked.
     encoded = tokenizer(*texts, truncation=True, max_length=MAX_SEQ_LENGTH,
                         return_offsets_mapping=True, return_token_type_ids=True)
-    inputs = {name: torch.tensor([encoded[name]])
-              for name in ("input_ids", "token_type_ids", "attention_mask")}
+    names = ("input_ids", "attention_mask") + (
+        () if reference.config.model_type == "modernbert" else ("token_type_ids",))
+    inputs = {name: torch.tensor([encoded[name]]) for name in names}
     with torch.no_grad():
         outputs = reference(**inputs, output_hidden_states=True)
     hidden_states = np.stack([state[0].numpy() for state in outputs.hidden_states])

@@ -13,6 +13,7 @@ from kerasbert.tokenizers import BytePairTokenizer, SentencePieceTokenizer, Word
 from kerasbert.tokenizers.base import VocabularyError
 from kerasbert.tokenizers.sentence_piece import load_sentence_piece_tokenizer
 from kerasbert.tokenizers.text_files import iterate_lines
+from tests.helpers import save_modernbert_tokenizer
 from tests.tokenizer_cases import ADVERSARIAL_TEXTS
 
 
@@ -134,27 +135,11 @@ def test_reads_a_modernbert_tokenizer_json(tmp_path):
     """ModernBERT's tokenizer: byte-level BPE with BERT's special tokens ([MASK] with lstrip)
     and a `[CLS] A [SEP] B [SEP]` template: ids, pairs and truncation equal to transformers'
     fast tokenizer."""
-    import tokenizers
-
-    directory = demo.vocabulary_dir("byte_pair")
-    model = tokenizers.models.BPE.from_file(f"{directory}/vocab.json", f"{directory}/merges.txt")
-    backend = tokenizers.Tokenizer(model)
-    backend.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = tokenizers.decoders.ByteLevel()
-    specials = ["[UNK]", "[CLS]", "[SEP]", "[PAD]"]
-    backend.add_special_tokens(specials + [tokenizers.AddedToken("[MASK]", lstrip=True)])
-    cls, sep = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
-    backend.post_processor = tokenizers.processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
-        special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-    transformers.PreTrainedTokenizerFast(
-        tokenizer_object=backend, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]",
-        pad_token="[PAD]", mask_token="[MASK]",
-        model_input_names=["input_ids", "attention_mask"]).save_pretrained(tmp_path)
-    reference = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    reference = save_modernbert_tokenizer(tmp_path)
     ours = from_hf(tmp_path)
     assert isinstance(ours, BytePairTokenizer) and ours.pair_separators == 1
-    assert ours.lstrip_tokens == ["[MASK]"] and ours.cls_token_id == cls
+    assert ours.lstrip_tokens == ["[MASK]"]
+    assert ours.cls_token_id == reference.cls_token_id == len(ours.vocabulary) - 4
     first = ADVERSARIAL_TEXTS + ["This is a [MASK] test."]
     second = list(reversed(first))
     packed = ours(first, second, max_length=24, truncation="longest_first")

@@ -32,7 +32,8 @@ TEACHER_LAYERS, SEQ, PREDICTIONS = 4, 16, 4
 TEACHER_CONFIGS = {family: config.replace(num_layers=2 if family == "albert" else TEACHER_LAYERS,
                                           initializer_range=0.2)
                    for family, config in TINY_CONFIGS.items()}
-TEACHER_HEADS = {"bert": ("mlm", "nsp"), "roberta": ("mlm",), "albert": ("mlm", "sop")}
+TEACHER_HEADS = {"bert": ("mlm", "nsp"), "roberta": ("mlm",), "albert": ("mlm", "sop"),
+                 "modernbert": ("mlm",)}
 
 
 def _batch(config, batch=4, seed=0):
@@ -170,7 +171,7 @@ def test_student_copies_the_mapped_layers_embeddings_and_head(teachers, layer_ma
     assert student.encoder.pooler is None
 
 
-@pytest.mark.parametrize("family", ["bert", "roberta", "albert", "electra"])
+@pytest.mark.parametrize("family", ["bert", "roberta", "albert", "electra", "modernbert"])
 def test_student_with_every_layer_is_the_teacher(teachers, family):
     teacher = teachers[family]
     layers = TEACHER_CONFIGS[family].num_layers

@@ -337,3 +337,4 @@ def test_pretrained_sources_give_the_stored_weights_and_tokenizer(workspace, tmp
     reference = kerasbert.convert.from_hf(hf_dir, encoder_only=True)
     for ours, theirs in zip(source.make_encoder().weights, reference.weights):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
