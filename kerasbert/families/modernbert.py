@@ -7,6 +7,7 @@ biases, a fused `Wqkv` projection, and fine-tuning heads behind a dense -> GELU 
 transform. Read from `transformers`' `modular_modernbert.py`.
 """
 
+from kerasbert.families import bert
 from kerasbert.families.conversion_tables import (
     EMBEDDING, LAYER_NORM_NO_BIAS, LINEAR, LINEAR_NO_BIAS, ConfigKey, ConversionTables,
     EncoderRows, HFTaskHead, HuggingFaceTables)
@@ -59,12 +60,8 @@ TOKENIZER = TokenizerTraits(kind="byte_pair", options={
 # Conversion: Hugging Face weight names and config keys (Google released no TF1 checkpoints
 # and keras-hub has no ModernBERT backbone).
 
-HF_CONFIG_KEYS = (
-    ConfigKey("vocab_size", "vocab_size"),
-    ConfigKey("hidden_size", "hidden_size"),
-    ConfigKey("num_layers", "num_hidden_layers"),
-    ConfigKey("num_heads", "num_attention_heads"),
-    ConfigKey("intermediate_size", "intermediate_size"),
+# BERT's five size keys, then ModernBERT's own names and defaults.
+HF_CONFIG_KEYS = bert.HF_CONFIG_KEYS[:5] + (
     ConfigKey("hidden_activation", "hidden_activation", "gelu"),
     ConfigKey("max_positions", "max_position_embeddings", 8192),
     ConfigKey("pad_token_id", "pad_token_id", 50283),
