@@ -137,6 +137,10 @@ TINY_PRETRAINING = ["--model=bert_tiny_uncased", f"--text_files={CORPUS}", f"--v
                     "--max_seq_length=32", "--max_predictions_per_seq=4", "--batch_size=4",
                     "--train_steps=40", "--checkpoint_interval=5", "--steps_per_loop=1"]
 TIMEOUT_SECONDS = 600
+# The console scripts run in a user's environment: without the test session's
+# TF_CPP_MIN_LOG_LEVEL (tests/conftest.py sets 2, which lets TensorFlow's C++ error-level lines,
+# such as oneDNN's int64 fallback notice, reach stderr), so a binary's own quiet default applies.
+USER_ENV = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
 
 
 def console_script(name):
@@ -174,7 +178,7 @@ def _run_one_line_case(case, tmp_path):
               "file": str(tmp_path / "input.txt"),
               "dir": str(_prepare(case, tmp_path / "inputs" / out.name))}
     result = subprocess.run([console_script(binary), *(a.format(**places) for a in arguments)],
-                            capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+                            capture_output=True, text=True, timeout=TIMEOUT_SECONDS, env=USER_ENV)
     places["op_error"] = _op_error(f"{places['missing']}/ckpt-1")
     return {"status": result.returncode, "stdout": result.stdout, "stderr": result.stderr,
             "expected_status": status, "expected_line": line.format(**places)}
@@ -192,7 +196,7 @@ def _interrupt_while_starting(tmp_path):
     process = subprocess.Popen(
         [console_script("kerasbert-vocab"), f"--input_files={CORPUS}", "--type=wordpiece",
          "--vocab_size=100", f"--output_dir={tmp_path / 'interrupted_vocab'}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=USER_ENV,
         preexec_fn=_ctrl_c_as_in_a_terminal)
     deadline = time.monotonic() + TIMEOUT_SECONDS
     while "libtensorflow" not in open(f"/proc/{process.pid}/maps").read():
@@ -208,7 +212,7 @@ def _interrupt_training(tmp_path):
     model_dir = tmp_path / "interrupted_pretraining"
     command = [console_script("kerasbert-pretrain"), f"--model_dir={model_dir}", *TINY_PRETRAINING]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=_ctrl_c_as_in_a_terminal)
+                               env=USER_ENV, preexec_fn=_ctrl_c_as_in_a_terminal)
     state, deadline = model_dir / "checkpoint", time.monotonic() + TIMEOUT_SECONDS
     while not (state.exists() and 'ckpt-5"' in state.read_text()):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
@@ -217,7 +221,8 @@ def _interrupt_training(tmp_path):
     stdout, stderr = process.communicate(timeout=TIMEOUT_SECONDS)
     latest = state.read_text().splitlines()[0]
     saved = sorted(name for name in os.listdir(model_dir) if name.endswith(".index"))
-    rerun = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_SECONDS,
+                           env=USER_ENV)
     return {"status": process.returncode, "stdout": stdout, "stderr": stderr,
             "model_dir": str(model_dir), "latest": latest, "saved": saved,
             "rerun_status": rerun.returncode, "rerun_stdout": rerun.stdout,
