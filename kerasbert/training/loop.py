@@ -107,7 +107,10 @@ class Trainer:
         log: prints one message (restores, recoveries, preemption, warnings).
         save_data_position: checkpoint the data iterator (False for data that
             cannot be, e.g. batches read from the tf.data service: a restart
-            then reads on from wherever the data source is).
+            then reads on from wherever the data source is). The iterator's
+            position is saved, not the state of lookup tables its functions
+            write to: the byte-pair tokenizer's word cache is a memo, and an
+            empty one gives the same ids.
 
     Example (a tiny model for three steps, then one more after a restart):
     >>> import tempfile, numpy as np
@@ -141,9 +144,9 @@ class Trainer:
                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
             model.optimizer.build(model.trainable_variables)
         workers, worker = _workers(strategy)
-        self._iterator = iter(dataset_fn(tf.distribute.InputContext(
+        self._iterator = iter(_position_only(dataset_fn(tf.distribute.InputContext(
             num_input_pipelines=workers, input_pipeline_id=worker,
-            num_replicas_in_sync=workers)))
+            num_replicas_in_sync=workers))))
         self._local_replicas = strategy.num_replicas_in_sync // workers
         self._checkpoint = tf.train.Checkpoint(
             model_variables=model_variables(model), optimizer=model.optimizer, step=self._step,
@@ -327,6 +330,15 @@ def restore_latest(checkpoint, manager, log=print):
             f"No checkpoint in {manager.directory} can be read (tried {', '.join(candidates)}); "
             "move them away to start over")
     return None
+
+
+def _position_only(dataset):
+    """`dataset`, whose iterator checkpoints save its position without the state of resources
+    its functions use (a byte-pair tokenizer's word cache: tf.data otherwise refuses to save
+    an iterator whose map inserts into a table)."""
+    options = tf.data.Options()
+    options.experimental_external_state_policy = tf.data.experimental.ExternalStatePolicy.IGNORE
+    return dataset.with_options(options)
 
 
 def _count_non_finite(logs):
