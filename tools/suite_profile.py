@@ -55,7 +55,7 @@ KIND_RULES = (
         r"^tests/(.*_cli\.py|test_demo\.py|test_binary_errors\.py|test_startup\.py|"
         r"test_packaging\.py|data/test_(create_pretraining_data|distributed_creation|"
         r"data_service|document_cap)\.py|training/test_(preemption|distribute|"
-        r"text_embedding_finetune)\.py|"
+        r"text_embedding_finetune|finetune_hf_folders)\.py|"
         r".*remote_paths\.py)")),
 )
 
