@@ -107,7 +107,7 @@ class RunSettings:
 @dataclasses.dataclass(frozen=True)
 class PretrainingSettings:
     """A pretraining run: the zoo preset `model` with `config_overrides` (`EncoderConfig`
-    fields; `vocab_size` defaults to the tokenizer's), trained on the objective of
+    fields; `vocab_size` and `pad_token_id` default to the tokenizer's), trained on the objective of
     `run.input.data` (ELECTRA's generator `generator_ratio` of the discriminator's size),
     starting from `init_checkpoint` (a Hugging Face folder or a kerasbert checkpoint) or random
     weights, as `run` (a `RunSettings`) says.
@@ -149,6 +149,7 @@ def run_pretraining(settings, program="kerasbert-pretrain"):
     fields = dict(settings.config_overrides)
     if tokenizer is not None:
         fields.setdefault("vocab_size", tokenizer.vocabulary_size())
+        fields.setdefault("pad_token_id", tokenizer.pad_token_id)
     config = zoo.get_config(settings.model, **fields)
     objective = settings.objective
     if objective in ("nsp", "sop") and not config.use_pooler:

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 import kerasbert.data.demo
 from tests.binaries import run_binary
+from tests.helpers import save_modernbert_tokenizer
 
 VOCAB = os.path.join(kerasbert.data.demo.vocabulary_dir("wordpiece"), "vocab.txt")
 TEXT = kerasbert.data.demo.pretraining_corpus_files()[0]
@@ -153,6 +154,26 @@ def test_trains_electra(tmp_path):
                   "--train_steps=10", "--checkpoint_interval=10")
     for name in ("mlm_loss", "rtd_loss", "rtd_accuracy", "rtd_precision", "rtd_recall"):
         assert name in result.stdout
+
+
+@pytest.mark.slow
+def test_trains_modernbert_masked_lm_only_with_its_tokenizer_folder(tmp_path):
+    """ModernBERT's recipe: MLM only at 30% masking, sequences past the local window, the
+    tokenizer (and so the vocabulary size and padding id) from a tokenizer.json folder."""
+    hf_tokenizer = save_modernbert_tokenizer(tmp_path / "tokenizer")
+    result = _run(tmp_path / "run", f"--text_files={TEXT}",
+                  f"--tokenizer_dir={tmp_path / 'tokenizer'}", "--model=modernbert_base", "--objective=full_sentences", "--masked_lm_prob=0.3",
+                  "--config_overrides=num_layers=3,hidden_size=32,num_heads=2,"
+                  "intermediate_size=48,max_positions=64,local_attention_window=16",
+                  "--max_predictions_per_seq=20", "--train_steps=10", "--checkpoint_interval=10")
+    assert "Done:" in result.stdout and "objective full_sentences" in result.stdout
+    with open(tmp_path / "run" / "kerasbert_model.json", encoding="utf-8") as file:
+        config = json.load(file)["encoder_config"]
+    assert (config["vocab_size"], config["pad_token_id"]) == (len(hf_tokenizer),
+                                                              hf_tokenizer.pad_token_id)
+    assert config["local_attention_window"] == 16 and config["rotary_theta"] > 0
+    variables = _variables(str(tmp_path / "run" / "ckpt-10"))
+    assert not any("nsp" in name or "pooler" in name for name in variables)
 
 
 def _snapshot(directory):
