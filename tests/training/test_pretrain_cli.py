@@ -162,7 +162,8 @@ def test_trains_modernbert_masked_lm_only_with_its_tokenizer_folder(tmp_path):
     tokenizer (and so the vocabulary size and padding id) from a tokenizer.json folder."""
     hf_tokenizer = save_modernbert_tokenizer(tmp_path / "tokenizer")
     result = _run(tmp_path / "run", f"--text_files={TEXT}",
-                  f"--tokenizer_dir={tmp_path / 'tokenizer'}", "--model=modernbert_base", "--objective=full_sentences", "--masked_lm_prob=0.3",
+                  f"--tokenizer_dir={tmp_path / 'tokenizer'}", "--model=modernbert_base",
+                  "--objective=full_sentences", "--masked_lm_prob=0.3",
                   "--config_overrides=num_layers=3,hidden_size=32,num_heads=2,"
                   "intermediate_size=48,max_positions=64,local_attention_window=16",
                   "--max_predictions_per_seq=20", "--train_steps=10", "--checkpoint_interval=10")
