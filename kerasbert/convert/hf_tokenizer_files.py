@@ -1,9 +1,11 @@
 """A kerasbert tokenizer -> the files of the equal Hugging Face tokenizer.
 
 WordPiece gives `vocab.txt` (`BertTokenizer`), byte-level BPE `vocab.json` +
-`merges.txt` (`RobertaTokenizer`), SentencePiece `spiece.model`
-(`AlbertTokenizer`); each with a `tokenizer_config.json` carrying its settings
-and a `special_tokens_map.json`. `transformers.AutoTokenizer.from_pretrained`
+`merges.txt` (`RobertaTokenizer`: `<s> A </s></s> B </s>`) or, with one
+separator between a pair's texts (ModernBERT's `[CLS] A [SEP] B [SEP]`), a
+`tokenizer.json` with that template, as transformers saves ModernBERT's;
+SentencePiece `spiece.model` (`AlbertTokenizer`); each with a
+`tokenizer_config.json` carrying its settings and a `special_tokens_map.json`. `transformers.AutoTokenizer.from_pretrained`
 on them gives the ids the kerasbert tokenizer gives, and so does
 `kerasbert.tokenizers.from_hf`.
 """
@@ -53,6 +55,12 @@ def tokenizer_files(tokenizer, model_max_length):
                     else "BertTokenizer", "do_lower_case": tokenizer.lowercase,
                     "strip_accents": tokenizer.strip_accents,
                     "tokenize_chinese_chars": tokenizer.split_cjk, "split_special_tokens": True}
+    elif isinstance(tokenizer, BytePairTokenizer) and tokenizer.pair_separators == 1:
+        files = {"tokenizer.json": _json(_single_separator_tokenizer_json(tokenizer))}
+        settings = {"tokenizer_class": "PreTrainedTokenizerFast",
+                    "split_special_tokens": tokenizer.split_special_tokens,
+                    "model_input_names": ["input_ids", "attention_mask"]
+                    + (["token_type_ids"] if tokenizer.second_segment_id else [])}
     elif isinstance(tokenizer, BytePairTokenizer):
         token_ids = {token: index for index, token in enumerate(tokenizer.vocabulary)}
         files = {"vocab.json": json.dumps(token_ids, ensure_ascii=False),
@@ -85,6 +93,45 @@ def tokenizer_files(tokenizer, model_max_length):
                                             "model_max_length": model_max_length})
     files["special_tokens_map.json"] = _json(specials)
     return files
+
+
+def _single_separator_tokenizer_json(tokenizer):
+    """The `tokenizer.json` of a byte-level BPE tokenizer that packs `[CLS] A [SEP] B [SEP]`:
+    its special tokens are added tokens (never split, matched before the BPE runs unless it
+    splits them), with the spaces they take."""
+    ids = {token: index for index, token in enumerate(tokenizer.vocabulary)}
+    cls, sep = tokenizer.special_tokens["cls"], tokenizer.special_tokens["sep"]
+    second = tokenizer.second_segment_id
+
+    def piece(kind, name, type_id):
+        return {kind: {"id": name, "type_id": type_id}}
+
+    byte_level = {"type": "ByteLevel", "add_prefix_space": tokenizer.add_prefix_space,
+                  "trim_offsets": True, "use_regex": True}
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [
+            {"id": ids[token], "content": token, "single_word": False,
+             "lstrip": token in tokenizer.lstrip_tokens, "rstrip": token in tokenizer.rstrip_tokens,
+             "normalized": False, "special": True}
+            for token in sorted(set(tokenizer.special_tokens.values()), key=ids.get)],
+        "normalizer": None,
+        "pre_tokenizer": byte_level,
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [piece("SpecialToken", cls, 0), piece("Sequence", "A", 0),
+                       piece("SpecialToken", sep, 0)],
+            "pair": [piece("SpecialToken", cls, 0), piece("Sequence", "A", 0),
+                     piece("SpecialToken", sep, 0), piece("Sequence", "B", second),
+                     piece("SpecialToken", sep, second)],
+            "special_tokens": {token: {"id": token, "ids": [ids[token]], "tokens": [token]}
+                               for token in (cls, sep)}},
+        "decoder": {**byte_level, "add_prefix_space": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": ids, "merges": [merge.split(" ") for merge in tokenizer.merges]},
+    }
 
 
 def _added_token(token, lstrip, rstrip):

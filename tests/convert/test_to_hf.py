@@ -18,7 +18,8 @@ from kerasbert.convert.from_hf import (ENCODER_ARCHITECTURES, PRETRAINING_ARCHIT
 from kerasbert.data import demo
 from kerasbert.tokenizers import from_hf as tokenizer_from_hf
 from kerasbert.tokenizers.text_files import iterate_lines
-from tests.helpers import TINY_CONFIGS, hf_config, random_inputs, run_hf_model, save_hf_model
+from tests.helpers import (TINY_CONFIGS, hf_config, random_inputs, run_hf_model, save_hf_model,
+                           save_modernbert_tokenizer)
 from tests.tokenizer_cases import ADVERSARIAL_TEXTS
 
 TOLERANCE = 1e-5
@@ -221,26 +222,35 @@ SPECIAL_TEXTS = ["a [MASK] b [SEP]", "x  <mask> y </s>", "[CLS] <s>"]
 
 
 TOKENIZERS = {
-    "wordpiece": lambda: tokenizer_from_hf(demo.vocabulary_dir("wordpiece")),
-    "byte_pair": lambda: tokenizer_from_hf(demo.vocabulary_dir("byte_pair")),
-    "byte_pair_lstrip_mask": lambda: kerasbert.tokenizers.BytePairTokenizer.from_files(
+    "wordpiece": lambda folder: tokenizer_from_hf(demo.vocabulary_dir("wordpiece")),
+    "byte_pair": lambda folder: tokenizer_from_hf(demo.vocabulary_dir("byte_pair")),
+    "byte_pair_lstrip_mask": lambda folder: kerasbert.tokenizers.BytePairTokenizer.from_files(
         os.path.join(demo.vocabulary_dir("byte_pair"), "vocab.json"),
         os.path.join(demo.vocabulary_dir("byte_pair"), "merges.txt"), add_prefix_space=True,
         lstrip_tokens=["<mask>"]),
-    "sentence_piece": lambda: tokenizer_from_hf(demo.vocabulary_dir("sentence_piece")),
-    "sentence_piece_cased": lambda: kerasbert.tokenizers.load_sentence_piece_tokenizer(
+    "sentence_piece": lambda folder: tokenizer_from_hf(demo.vocabulary_dir("sentence_piece")),
+    # [CLS] A [SEP] B [SEP], special tokens added after the BPE vocabulary, [MASK] with lstrip.
+    "modernbert": lambda folder: tokenizer_from_hf(_modernbert_tokenizer_folder(folder)),
+    "sentence_piece_cased": lambda folder: kerasbert.tokenizers.load_sentence_piece_tokenizer(
         demo.vocabulary_dir("sentence_piece"), lowercase=False, keep_accents=True),
 }
-FAMILY_OF_TOKENIZER = {"wordpiece": "bert", "byte_pair": "roberta", "sentence_piece": "albert"}
+FAMILY_OF_TOKENIZER = {"wordpiece": "bert", "byte_pair": "roberta", "sentence_piece": "albert",
+                       "modernbert": "modernbert"}
+
+
+def _modernbert_tokenizer_folder(folder):
+    save_modernbert_tokenizer(folder)
+    return folder
 
 
 @pytest.mark.parametrize("name", TOKENIZERS)
 def test_tokenizer_files_give_the_same_ids(name, tmp_path):
-    tokenizer = TOKENIZERS[name]()
+    tokenizer = TOKENIZERS[name](tmp_path / "source")
     family = FAMILY_OF_TOKENIZER[name.split("_lstrip")[0].removesuffix("_cased")]
-    config = TINY_CONFIGS[family].replace(vocab_size=tokenizer.vocabulary_size())
-    to_hf(kerasbert.models.build_encoder(config), tmp_path, tokenizer=tokenizer)
-    theirs = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    config = TINY_CONFIGS[family].replace(vocab_size=tokenizer.vocabulary_size(),
+                                          pad_token_id=tokenizer.pad_token_id)
+    to_hf(kerasbert.models.build_encoder(config), tmp_path / "written", tokenizer=tokenizer)
+    theirs = transformers.AutoTokenizer.from_pretrained(tmp_path / "written")
     texts = TEXTS + (SPECIAL_TEXTS if name != "sentence_piece_cased" else [])
     ids = tokenizer.tokenize(texts).to_list()
     assert ids == theirs(texts, add_special_tokens=False)["input_ids"]
@@ -253,7 +263,7 @@ def test_tokenizer_files_give_the_same_ids(name, tmp_path):
     assert packed["padding_mask"].numpy().tolist() == expected["attention_mask"]
     assert theirs.model_max_length == config.max_sequence_length
     # kerasbert reads its own files back to the same tokenizer.
-    assert tokenizer_from_hf(tmp_path).tokenize(texts).to_list() == ids
+    assert tokenizer_from_hf(tmp_path / "written").tokenize(texts).to_list() == ids
 
 
 # --- refusals ---
