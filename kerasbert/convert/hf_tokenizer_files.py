@@ -5,9 +5,9 @@ WordPiece gives `vocab.txt` (`BertTokenizer`), byte-level BPE `vocab.json` +
 separator between a pair's texts (ModernBERT's `[CLS] A [SEP] B [SEP]`), a
 `tokenizer.json` with that template, as transformers saves ModernBERT's;
 SentencePiece `spiece.model` (`AlbertTokenizer`); each with a
-`tokenizer_config.json` carrying its settings and a `special_tokens_map.json`. `transformers.AutoTokenizer.from_pretrained`
-on them gives the ids the kerasbert tokenizer gives, and so does
-`kerasbert.tokenizers.from_hf`.
+`tokenizer_config.json` carrying its settings and a `special_tokens_map.json`.
+`transformers.AutoTokenizer.from_pretrained` on them gives the ids the
+kerasbert tokenizer gives, and so does `kerasbert.tokenizers.from_hf`.
 """
 
 import json
