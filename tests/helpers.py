@@ -23,8 +23,11 @@ TINY_CONFIGS = {
     "electra": EncoderConfig(family="electra", **_SMALL, embedding_size=16),
     "distilbert": EncoderConfig(family="distilbert", **_SMALL),
     # Three layers (global, local, local) with a window of 8 tokens: inputs of 10 reach past it.
-    "modernbert": EncoderConfig(family="modernbert", **dict(_SMALL, num_layers=3), pad_token_id=0,
-                                local_attention_window=8),
+    # Positions above QUERY_CHUNK, as ModernBERT's 8,192: the global layer's inference runs in
+    # chunks of query rows (one chunk at these lengths) wherever the model is tested.
+    "modernbert": EncoderConfig(family="modernbert", **dict(_SMALL, num_layers=3,
+                                                            max_positions=2048),
+                                pad_token_id=0, local_attention_window=8),
 }
 
 # transformers' DistilBertConfig names for BERT's config names (`hf_config` translates).

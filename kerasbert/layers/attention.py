@@ -6,6 +6,7 @@ import warnings
 import keras
 from keras import ops
 
+from kerasbert.layers.chunked_attention import query_chunked_attention
 from kerasbert.layers.local_attention import local_attention, sees_a_token, window_bias
 from kerasbert.layers.rotary import rotary_frequencies, rotate
 
@@ -32,7 +33,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     instead of `query` / `key` / `value`); `rotary_theta` (queries and keys turned by rotary
     position embeddings of that base over the whole head); `local_window` (each position
     attends only to keys at most `local_window // 2` positions away, computed in blocks so
-    that time and memory grow linearly with length).
+    that time and memory grow linearly with length); `query_chunk_size` (without a window,
+    inference computes the scores that many query rows at a time, so that a long sequence's
+    score matrix is never held whole; the result is the same).
 
     Example:
     >>> import numpy as np
@@ -45,7 +48,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
 
     def __init__(self, num_heads, hidden_size, dropout=0.0, initializer_range=0.02,
                  use_bias=True, fused_projection=False, rotary_theta=None, local_window=None,
-                 **kwargs):
+                 query_chunk_size=None, **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size ({hidden_size}) must be divisible by num_heads ({num_heads})")
@@ -57,6 +60,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.fused_projection = fused_projection
         self.rotary_theta = rotary_theta
         self.local_window = local_window
+        self.query_chunk_size = query_chunk_size
         self.head_size = hidden_size // num_heads
         self.frequencies = (None if rotary_theta is None
                             else rotary_frequencies(self.head_size, rotary_theta))
@@ -126,6 +130,11 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 query, key, value, padding_mask, self.local_window // 2,
                 dropout=lambda probs: self.probs_dropout(probs, training=training))
             context = ops.transpose(context, (0, 2, 1, 3))
+        elif self.query_chunk_size and not self.local_window and not training:
+            context = query_chunked_attention(query, key, value,
+                                              padding_mask_to_attention_bias(padding_mask),
+                                              self.query_chunk_size)
+            context = ops.transpose(context, (0, 2, 1, 3))
         else:
             context = self._full_attention(query, key, value, padding_mask, query_positions,
                                            training)
@@ -165,5 +174,6 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             "fused_projection": self.fused_projection,
             "rotary_theta": self.rotary_theta,
             "local_window": self.local_window,
+            "query_chunk_size": self.query_chunk_size,
         })
         return config

@@ -20,8 +20,8 @@ class TransformerLayer(keras.layers.Layer):
     has just normalized) the attention reads `x` as it is. `gated_mlp`: the intermediate
     projection has twice the width, split into an input and a gate,
     `W2 (act(input) * gate)` (GeGLU with GELU). `use_bias=False`: no biases in the
-    projections or the LayerNorms. `rotary_theta` and `local_window`: see
-    `MultiHeadSelfAttention`, as is `fused_projection`.
+    projections or the LayerNorms. `rotary_theta`, `local_window`, `fused_projection` and
+    `query_chunk_size`: see `MultiHeadSelfAttention`.
 
     With `queries` (`[batch, n, hidden]`: rows of `inputs`, e.g. gathered at
     the positions a pretraining head reads) the block computes only those
@@ -55,6 +55,7 @@ class TransformerLayer(keras.layers.Layer):
         fused_projection=False,
         rotary_theta=None,
         local_window=None,
+        query_chunk_size=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -74,6 +75,7 @@ class TransformerLayer(keras.layers.Layer):
         self.fused_projection = fused_projection
         self.rotary_theta = rotary_theta
         self.local_window = local_window
+        self.query_chunk_size = query_chunk_size
         self.activation = get_activation(hidden_activation)
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
@@ -82,7 +84,8 @@ class TransformerLayer(keras.layers.Layer):
             num_heads, hidden_size, dropout=attention_dropout,
             initializer_range=initializer_range, use_bias=use_bias,
             fused_projection=fused_projection, rotary_theta=rotary_theta,
-            local_window=local_window, dtype=policy, name="attention")
+            local_window=local_window, query_chunk_size=query_chunk_size, dtype=policy,
+            name="attention")
         self.attention_output_dropout = keras.layers.Dropout(
             dropout if dropout_after_attention else 0.0, dtype=policy,
             name="attention_output_dropout")
@@ -162,5 +165,6 @@ class TransformerLayer(keras.layers.Layer):
             "fused_projection": self.fused_projection,
             "rotary_theta": self.rotary_theta,
             "local_window": self.local_window,
+            "query_chunk_size": self.query_chunk_size,
         })
         return config

@@ -6,6 +6,7 @@ import keras
 
 from kerasbert.config import EncoderConfig
 from kerasbert.layers import Embeddings, Pooler, TransformerLayer
+from kerasbert.layers.chunked_attention import QUERY_CHUNK
 from kerasbert.layers.heads import gather_positions
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -95,6 +96,7 @@ class Encoder(keras.Model):
                 fused_projection=config.family_traits.fused_attention_projection,
                 rotary_theta=config.layer_attention(index)[0],
                 local_window=config.layer_attention(index)[1],
+                query_chunk_size=QUERY_CHUNK if config.max_positions > QUERY_CHUNK else None,
                 dtype=dtype,
                 name=f"transformer_layer_{index}",
             )

@@ -12,10 +12,14 @@ import transformers
 import keras
 
 from kerasbert import EncoderConfig
+from kerasbert.layers import MultiHeadSelfAttention
+from kerasbert.layers.chunked_attention import QUERY_CHUNK
 from kerasbert.layers.local_attention import local_attention
 from kerasbert.models import build_encoder
 
 VOCAB, HIDDEN, HEADS, INTERMEDIATE, WINDOW = 120, 32, 2, 48, 16
+# Above QUERY_CHUNK (1,024): the global layers' inference runs in chunks of query rows.
+MAX_POSITIONS = 2048
 
 
 def _config(num_layers):
@@ -23,7 +27,7 @@ def _config(num_layers):
     # segment table is there (BERT's) and holds zeros below; ModernBERT has none.
     return EncoderConfig(
         family="bert", vocab_size=VOCAB, hidden_size=HIDDEN, num_layers=num_layers,
-        num_heads=HEADS, intermediate_size=INTERMEDIATE, max_positions=1024,
+        num_heads=HEADS, intermediate_size=INTERMEDIATE, max_positions=MAX_POSITIONS,
         layer_norm_epsilon=1e-5, dropout=0.0, attention_dropout=0.0, type_vocab_size=1,
         use_pooler=False, rotary_theta=160000.0, local_rotary_theta=10000.0,
         local_attention_window=WINDOW, global_attention_every=3, gated_mlp=True, pre_norm=True,
@@ -34,7 +38,8 @@ def _reference(num_layers):
     torch.manual_seed(0)
     config = transformers.ModernBertConfig(
         vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE,
-        num_hidden_layers=num_layers, num_attention_heads=HEADS, max_position_embeddings=1024,
+        num_hidden_layers=num_layers, num_attention_heads=HEADS,
+        max_position_embeddings=MAX_POSITIONS,
         local_attention=WINDOW, global_attn_every_n_layers=3, pad_token_id=0, bos_token_id=None,
         eos_token_id=None, cls_token_id=None, sep_token_id=None)
     model = transformers.ModernBertModel(config).eval()
@@ -87,9 +92,11 @@ def _batch(length, seed=0):
 
 
 @pytest.mark.parametrize("implementation", ["eager", "sdpa"])
-@pytest.mark.parametrize("length", [7, 40, 300])  # below, above and far above the window of 16
+# Below, above and far above the window of 16; 1,100 tokens are two chunks of query rows.
+@pytest.mark.parametrize("length", [7, 40, 300, 1100])
 def test_the_switches_give_modernbert_outputs(pair, length, implementation):
     reference, encoder = pair
+    assert encoder.transformer_layers[0].attention.query_chunk_size == QUERY_CHUNK
     inputs = _batch(length)
     ours = np.asarray(encoder(inputs)["sequence_output"])
     reference.config._attn_implementation = implementation
@@ -99,6 +106,30 @@ def test_the_switches_give_modernbert_outputs(pair, length, implementation):
                            ).last_hidden_state.numpy()
     tokens = inputs["padding_mask"] == 1
     np.testing.assert_allclose(ours[tokens], theirs[tokens], atol=1e-5)
+
+
+@pytest.mark.parametrize("rotary_theta", [None, 10000.0])
+def test_attention_in_chunks_of_query_rows_equals_attention_over_the_whole_matrix(rotary_theta):
+    """37 tokens (the last 12 padding) in chunks of 8 rows, the last chunk part padding: equal
+    to the whole-matrix path, also for rows at some positions; training keeps the whole path."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 37, HIDDEN)).astype("float32")
+    mask = np.ones((2, 37), "int32")
+    mask[1, 25:] = 0
+    layers = [MultiHeadSelfAttention(HEADS, HIDDEN, rotary_theta=rotary_theta,
+                                     query_chunk_size=size) for size in (None, 8)]
+    layers[0](x, mask)
+    layers[1](x, mask)
+    layers[1].set_weights(layers[0].get_weights())
+    whole, chunked = (np.asarray(layer(x, mask)) for layer in layers)
+    np.testing.assert_allclose(chunked, whole, rtol=0, atol=2e-6)
+    rows, positions = x[:, [3, 36, 20]], np.array([3, 36, 20], "int32")
+    np.testing.assert_allclose(
+        np.asarray(layers[1](x, mask, queries=rows, query_positions=positions)),
+        whole[:, [3, 36, 20]], rtol=0, atol=2e-6)
+    np.testing.assert_allclose(np.asarray(layers[1](x, mask, training=True)), whole, rtol=0,
+                               atol=2e-6)
+    assert MultiHeadSelfAttention.from_config(layers[1].get_config()).query_chunk_size == 8
 
 
 def test_rows_at_positions_equal_the_full_output_with_a_local_last_layer():
