@@ -65,6 +65,24 @@ def encoder_config_from_hf(hf_config, source="config.json"):
         raise HFConfigError(f"{source}: {error}") from None
 
 
+def head_pooling_from_hf(hf_config):
+    """How a config.json's sequence-level heads pool ("first_token" or "mean", `TaskModel`'s
+    names), for a family that says so by a key (ModernBERT's `classifier_pooling`, "cls"
+    when absent, as in transformers); None for the other families.
+
+    >>> head_pooling_from_hf({"model_type": "modernbert", "classifier_pooling": "mean"})
+    'mean'
+    """
+    family = FAMILY_OF_MODEL_TYPE.get(hf_config.get("model_type"))
+    key = None if family is None else families.get(family).conversion.hf.pooling_key
+    if key is None:
+        return None
+    pooling = hf_config.get(key, "cls")
+    if pooling not in HF_POOLINGS:
+        raise HFConfigError(f"config.json: {key} {pooling!r} is not one of {sorted(HF_POOLINGS)}")
+    return HF_POOLINGS[pooling]
+
+
 def task_settings_from_hf(hf_config, task):
     """`build_task_model` arguments a `*For<Task>` config.json implies: `num_labels` and
     `id2label` (from its label map; one label is regression) and the head's `dropout`."""
@@ -77,11 +95,7 @@ def task_settings_from_hf(hf_config, task):
         dropout = hf_config.get("hidden_dropout_prob", 0.1)
     settings = {"dropout": dropout}
     if head_pools(family, task):
-        pooling = hf_config.get(families.get(family).conversion.hf.pooling_key, "cls")
-        if pooling not in HF_POOLINGS:
-            raise HFConfigError(f"config.json: {families.get(family).conversion.hf.pooling_key} "
-                                f"{pooling!r} is not one of {sorted(HF_POOLINGS)}")
-        settings["pooling"] = HF_POOLINGS[pooling]
+        settings["pooling"] = head_pooling_from_hf(hf_config)
     if task in ("sequence_classification", "token_classification"):
         id2label = hf_config.get("id2label") or {
             str(index): f"LABEL_{index}" for index in range(hf_config.get("num_labels", 2))}

@@ -31,6 +31,7 @@ from kerasbert import file_system
 from kerasbert.atomic_files import atomic_path, remove_stale_siblings
 from kerasbert.bfloat16 import xla_allowed
 from kerasbert.convert import from_hf
+from kerasbert.convert.hf_config import head_pools
 from kerasbert.json_files import read_json_file
 from kerasbert.json_files import write_json_file as write_json
 from kerasbert.data.glue_tasks import GLUE_TASKS
@@ -78,6 +79,10 @@ class FinetuneSettings:
     training batches (each pass split among them, `kerasbert.data.service`), or None.
     Text embeddings: `pooling` (a `SentencePooling` mode) and `normalize`; None takes them
     from a sentence-transformers `--init_from`, else mean pooling, normalized.
+    `head_pooling`: how the sequence-classification and multiple-choice heads of a family
+    that pools by a config key (ModernBERT's `classifier_pooling`) summarize the sequence,
+    "first_token" or "mean"; None takes it from a Hugging Face `--init_from`'s config.json
+    (the released ModernBERT checkpoints say mean), else the first token.
 
     >>> FinetuneSettings(learning_rate=2e-5).warmup_proportion
     0.1
@@ -107,6 +112,7 @@ class FinetuneSettings:
     labels: Optional[list] = None
     pooling: Optional[str] = None
     normalize: Optional[bool] = None
+    head_pooling: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -368,8 +374,10 @@ def _build_student(task, make_encoder, settings, distillation):
             encoder, TEXT_EMBEDDING, max_seq_length=settings.max_seq_length,
             pooling=settings.pooling or "mean",
             normalize=True if settings.normalize is None else settings.normalize)
+    pooling = ({"pooling": settings.head_pooling} if settings.head_pooling
+               and head_pools(encoder.config.family, task.model_task) else {})
     model = build_task_model(encoder, task.model_task, num_labels=_num_labels(task, settings),
-                             id2label=settings.labels, dropout=settings.dropout)
+                             id2label=settings.labels, dropout=settings.dropout, **pooling)
     if layers is not None:
         copy_heads(distillation.teacher, model)
     return model
@@ -575,6 +583,9 @@ def _train_and_eval(run, task, files, log, program):
     else:
         source = pretrained_source(run.init_from)
         tokenizer = _tokenizer(run, source.tokenizer)
+        if source.head_pooling and run.settings.head_pooling is None:
+            run = dataclasses.replace(run, settings=dataclasses.replace(
+                run.settings, head_pooling=source.head_pooling))
         if task.model_task == TEXT_EMBEDDING and source.embedding_head:
             run = dataclasses.replace(run, settings=dataclasses.replace(run.settings, **{
                 name: value for name, value in source.embedding_head.items()

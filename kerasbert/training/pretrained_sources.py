@@ -17,6 +17,7 @@ from kerasbert import file_system
 from kerasbert.config import EncoderConfig
 from kerasbert.convert import from_google, from_hf
 from kerasbert.convert.from_google import config_beside, is_checkpoint_prefix
+from kerasbert.convert.hf_config import head_pooling_from_hf, read_hf_config
 from kerasbert.convert.sentence_transformers_folder import read_sentence_transformers_folder
 from kerasbert.json_files import read_json_file
 from kerasbert.models.electra import ElectraPretrainer, generator_config
@@ -42,7 +43,9 @@ class PretrainedSourceError(ValueError):
 class PretrainedSource:
     """A pretrained model on disk: `make_encoder()` builds a new encoder with its weights (call
     it under a `tf.distribute` strategy's scope); `tokenizer` is its tokenizer, or None;
-    `embedding_head`: a sentence-transformers model's `pooling` and `normalize`, or None.
+    `embedding_head`: a sentence-transformers model's `pooling` and `normalize`, or None;
+    `head_pooling`: how a Hugging Face config.json says sequence-level heads pool
+    (ModernBERT's `classifier_pooling` as "first_token" or "mean"), or None.
 
     >>> import kerasbert
     >>> source = PretrainedSource("keras", lambda: kerasbert.zoo.build("bert_tiny_uncased"), None)
@@ -54,6 +57,7 @@ class PretrainedSource:
     make_encoder: Callable
     tokenizer: Optional[keras.layers.Layer]
     embedding_head: Optional[dict] = None
+    head_pooling: Optional[str] = None
 
 
 def pretrained_source(path):
@@ -99,7 +103,8 @@ def pretrained_source(path):
         if any(file_system.isfile(file_system.join(path, name)) for name in _TOKENIZER_FILES):
             tokenizer = tokenizer_from_hf(path)
         return PretrainedSource("huggingface", lambda: from_hf(path, encoder_only=True),
-                                tokenizer)
+                                tokenizer,
+                                head_pooling=head_pooling_from_hf(read_hf_config(path)))
     if path.endswith(".keras") and file_system.isfile(path):
         return PretrainedSource("keras", lambda: encoder_of(keras.models.load_model(path)), None)
     if file_system.isfile(file_system.join(path, PRETRAINED_MODEL_FILE)):

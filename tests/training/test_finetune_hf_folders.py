@@ -1,8 +1,9 @@
 """`kerasbert-finetune --init_from=<a Hugging Face folder>` runs every task kind to its end for
-the families whose tokenizer is byte-level BPE read from the folder (ModernBERT's
-`tokenizer.json`): sequence classification and regression, token tagging, span QA and multiple
+the families whose tokenizer it reads from the folder's `tokenizer.json` (`FOLDERS`: ModernBERT's
+byte-level BPE): sequence classification and regression, token tagging, span QA and multiple
 choice, each through a checkpoint (the data position is saved with the byte-pair tokenizer in
-the pipeline), its dev evaluation and prediction files. The metrics it reports are recomputed
+the pipeline), its dev evaluation and prediction files; sequence-level heads pool as the
+folder's config.json says (`classifier_pooling` "mean"). The metrics it reports are recomputed
 from those files by the independent evaluators (scikit-learn, SciPy, seqeval, the official SQuAD
 script). Learning is proven on BERT (test_finetune_tasks_learn.py) and on ModernBERT's masked LM
 (test_learning.py); these runs are a few steps of a random tiny model.
@@ -13,6 +14,7 @@ import gzip
 import json
 import os
 import random
+import zipfile
 
 import pytest
 import scipy.stats
@@ -41,14 +43,25 @@ TASKS = {
 }
 
 
-@pytest.fixture(scope="module")
-def modernbert_folder(tmp_path_factory):
-    """A random tiny ModernBertForMaskedLM with its tokenizer.json (local window 16)."""
-    folder = tmp_path_factory.mktemp("modernbert")
-    tokenizer = save_modernbert_tokenizer(folder)
-    save_hf_model("ModernBertForMaskedLM", hf_config(
-        "modernbert", vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-        cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id), folder)
+# family: (the transformers class saved, a function that saves its tokenizer to a folder and
+# returns transformers' tokenizer of it). One row so far: the families whose tokenizer
+# kerasbert-finetune reads from the folder's tokenizer.json.
+FOLDERS = {"modernbert": ("ModernBertForMaskedLM", save_modernbert_tokenizer)}
+
+
+@pytest.fixture(scope="module", params=FOLDERS)
+def hf_folder(request, tmp_path_factory):
+    """A random tiny model of the family with its tokenizer (ModernBERT: local window 16)."""
+    family = request.param
+    model_class, save_tokenizer = FOLDERS[family]
+    folder = tmp_path_factory.mktemp(family)
+    tokenizer = save_tokenizer(folder)
+    # Mean pooling, as the released ModernBERT checkpoints' config.json says (the default is
+    # the first token): the fine-tuned sequence-level heads must pool the same way.
+    save_hf_model(model_class, hf_config(
+        family, vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+        cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id,
+        classifier_pooling="mean"), folder)
     return folder
 
 
@@ -72,20 +85,23 @@ def _write(task, path, rng, size):
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_every_task_kind_runs_and_its_metrics_equal_the_evaluators(modernbert_folder, tmp_path,
-                                                                   task):
+def test_every_task_kind_runs_and_its_metrics_equal_the_evaluators(hf_folder, tmp_path, task):
     (train_name, dev_name), (train_size, dev_size), flags = TASKS[task]
     rng = random.Random(0)
     _write(task, tmp_path / train_name, rng, train_size)
     truths = _write(task, tmp_path / dev_name, rng, dev_size)
     model_dir = tmp_path / "run"
     run = run_binary("finetune", f"--task={task}", f"--train_file={tmp_path / train_name}",
-                     f"--dev_file={tmp_path / dev_name}", f"--init_from={modernbert_folder}",
+                     f"--dev_file={tmp_path / dev_name}", f"--init_from={hf_folder}",
                      f"--model_dir={model_dir}", *COMMON_FLAGS, *flags)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "(huggingface)" in run.stdout and "ckpt-" in "".join(os.listdir(model_dir))
     with open(model_dir / "eval_results.json", encoding="utf-8") as file:
         results = json.load(file)
+    with zipfile.ZipFile(model_dir / "model.keras") as archive:
+        saved = json.loads(archive.read("config.json"))["config"]
+    assert saved["pooling"] == ("mean" if saved["task"] in ("sequence_classification",
+                                                            "multiple_choice") else "first_token")
     if task == "wordnet_gloss":
         predicted = tasks._predictions_in_order(
             tasks._read_tsv_predictions(model_dir / "dev_predictions.tsv"), dev_size)
