@@ -26,8 +26,9 @@ def query_chunked_attention(query, key, value, bias, chunk):
     """
     batch, heads = tf.shape(query)[0], tf.shape(query)[1]
     length, depth = tf.shape(query)[2], query.shape[-1]
-    size = tf.minimum(length, chunk)
-    count = (length + size - 1) // size
+    # No query rows (length 0): one chunk of one padded row, cut off below.
+    size = tf.maximum(tf.minimum(length, chunk), 1)
+    count = tf.maximum((length + size - 1) // size, 1)
     padded = tf.pad(query, [[0, 0], [0, 0], [0, count * size - length], [0, 0]])
     chunks = tf.transpose(tf.reshape(padded, [batch, heads, count, size, depth]),
                           [2, 0, 1, 3, 4])

@@ -130,6 +130,7 @@ def test_attention_in_chunks_of_query_rows_equals_attention_over_the_whole_matri
     np.testing.assert_allclose(np.asarray(layers[1](x, mask, training=True)), whole, rtol=0,
                                atol=2e-6)
     assert MultiHeadSelfAttention.from_config(layers[1].get_config()).query_chunk_size == 8
+    assert tuple(layers[1](x[:, :0], mask[:, :0]).shape) == (2, 0, HIDDEN)
 
 
 def test_rows_at_positions_equal_the_full_output_with_a_local_last_layer():
