@@ -3,10 +3,12 @@
 import dataclasses
 
 import keras
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
 from kerasbert.tokenizers.base import Tokenizer
+from kerasbert.tokenizers.bert_normalizer_model import bert_normalizer_model
 from kerasbert.tokenizers.unicode_text import lowercase_per_character
 
 # The steps of the Hugging Face `tokenizers` BertNormalizer and BertPreTokenizer, as RE2 patterns.
@@ -23,6 +25,26 @@ _PUNCTUATION = r"[!-/:-@\[-`{-~\p{P}]"
 _DECODE_CLEANUP = r" ([.?!,])"
 
 
+def normalize_text(texts, lowercase, strip_accents, split_cjk):
+    """`texts` (tf.string) as Hugging Face's BertNormalizer leaves them: control, format and
+    private-use characters and U+FFFD dropped, Unicode whitespace made a space, CJK ideographs
+    surrounded by spaces (`split_cjk`), accents stripped after NFD (`strip_accents`),
+    lower-cased per character (`lowercase`).
+
+    >>> normalize_text(tf.constant(["Ca\\x00fè\\u3000中"]), True, True, True).numpy().tolist()
+    [b'cafe  \\xe4\\xb8\\xad ']
+    """
+    texts = tf.strings.regex_replace(texts, _CONTROL, "")
+    texts = tf.strings.regex_replace(texts, _WHITESPACE, " ")
+    if split_cjk:
+        texts = tf.strings.regex_replace(texts, _CJK, r" \1 ")
+    if strip_accents:
+        texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFD"), r"\p{Mn}", "")
+    if lowercase:
+        texts = lowercase_per_character(texts)
+    return texts
+
+
 @keras.saving.register_keras_serializable(package="kerasbert")
 class WordPieceTokenizer(Tokenizer):
     """BERT's WordPiece tokenizer, exactly as Hugging Face's `BertTokenizerFast` tokenizes.
@@ -30,8 +52,13 @@ class WordPieceTokenizer(Tokenizer):
     Normalization (control characters dropped, whitespace unified, CJK
     characters split, optional accent stripping and lower-casing), splitting
     on whitespace and punctuation, then WordPiece with `##` continuations;
-    words longer than `max_chars_per_word` become `[UNK]`. WordPiece runs on
-    tensorflow-text's `FastWordpieceTokenizer`. `detokenize` joins pieces and
+    words longer than `max_chars_per_word` become `[UNK]`. `tokenize` runs on
+    tensorflow-text's fast kernels (`FastBertNormalizer` with Hugging Face's
+    rules as its table, `FastWordpieceTokenizer` splitting words), redoing on
+    regular expressions the rows whose words are long in bytes, and every row
+    when `split_cjk=False`; `tokenize_with_offsets` runs on the regular
+    expressions. Code points whose Unicode category or case changed across
+    Unicode versions may differ (docs/tokenizers.md). `detokenize` joins pieces and
     words and cleans up spaces before punctuation as Hugging Face's `decode` does.
     Special-token strings inside the text (e.g. "[MASK]") are tokenized as
     text, not matched as special tokens.
@@ -72,18 +99,11 @@ class WordPieceTokenizer(Tokenizer):
             vocab=self.vocabulary, suffix_indicator="##", max_bytes_per_word=4 * max_chars_per_word,
             token_out_type=tf.int32, unknown_token=unk_token, no_pretokenization=True,
             support_detokenization=True)
+        self._fast = None
 
     def normalize(self, texts):
         """The normalized text, as the BertNormalizer leaves it (1-D tf.string)."""
-        texts = tf.strings.regex_replace(texts, _CONTROL, "")
-        texts = tf.strings.regex_replace(texts, _WHITESPACE, " ")
-        if self.split_cjk:
-            texts = tf.strings.regex_replace(texts, _CJK, r" \1 ")
-        if self.strip_accents:
-            texts = tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFD"), r"\p{Mn}", "")
-        if self.lowercase:
-            texts = lowercase_per_character(texts)
-        return texts
+        return normalize_text(texts, self.lowercase, self.strip_accents, self.split_cjk)
 
     def split_words(self, texts):
         """Ragged words `[batch, None]` of normalized texts: whitespace and punctuation split."""
@@ -91,6 +111,52 @@ class WordPieceTokenizer(Tokenizer):
                                    keep_delim_regex_pattern=_PUNCTUATION)
 
     def _tokenize(self, texts):
+        if not self.split_cjk:      # tensorflow-text's word splitter always splits CJK
+            return self._tokenize_exactly(texts)
+        normalizer, wordpiece = self._fast_kernels()
+        normalized = normalizer.normalize(texts)
+        pieces = wordpiece.tokenize(normalized)
+        # The splitter limits a word by its bytes, Hugging Face by its characters: a row with a
+        # word of more bytes than `max_chars_per_word` (an [UNK] spanning it) is redone exactly.
+        # Only rows with an [UNK] can have one, and those are few: only they are looked at.
+        is_unknown = tf.equal(pieces.flat_values, self.token_to_id(self.special_tokens["unk"]))
+        return tf.cond(tf.reduce_any(is_unknown),
+                       lambda: self._redo_over_long_words(texts, normalized, pieces, is_unknown),
+                       lambda: pieces)
+
+    def _redo_over_long_words(self, texts, normalized, pieces, is_unknown):
+        rows = pieces.nrows(out_type=tf.int32)
+        has_unknown = _any_per_row(is_unknown, pieces.value_rowids(), rows)
+        suspects, starts, ends = self._fast_kernels()[1].tokenize_with_offsets(
+            tf.boolean_mask(normalized, has_unknown))
+        over_long = tf.logical_and(
+            tf.equal(suspects.flat_values, self.token_to_id(self.special_tokens["unk"])),
+            ends.flat_values - starts.flat_values > self.max_chars_per_word)
+        over_long = _any_per_row(over_long, suspects.value_rowids(),
+                                 suspects.nrows(out_type=tf.int32))
+        redo = tf.scatter_nd(tf.where(has_unknown), over_long, [rows])
+        return tf.cond(tf.reduce_any(redo),
+                       lambda: _replace_rows(pieces, redo, texts, self._tokenize_exactly),
+                       lambda: pieces)
+
+    def _fast_kernels(self):
+        """tensorflow-text's FastBertNormalizer with Hugging Face's table
+        (`bert_normalizer_model`) and FastWordpieceTokenizer splitting words itself: built on
+        first use (the table takes seconds once per process), outside any graph being traced."""
+        if self._fast is None:
+            with tf.init_scope():
+                table = bert_normalizer_model(self.lowercase, self.strip_accents)
+                normalizer = tf_text.FastBertNormalizer(
+                    model_buffer=tf.constant(np.frombuffer(table, dtype=np.uint8)))
+                wordpiece = tf_text.FastWordpieceTokenizer(
+                    vocab=self.vocabulary, suffix_indicator="##",
+                    max_bytes_per_word=self.max_chars_per_word, token_out_type=tf.int32,
+                    unknown_token=self.special_tokens["unk"], no_pretokenization=False)
+            self._fast = (normalizer, wordpiece)
+        return self._fast
+
+    def _tokenize_exactly(self, texts):
+        """The regular-expression path: normalization, word splitting, then WordPiece."""
         words = self.split_words(self.normalize(texts))
         too_long = tf.strings.length(words.flat_values, unit="UTF8_CHAR") > self.max_chars_per_word
         flat_words = tf.where(too_long, self.special_tokens["unk"], words.flat_values)
@@ -160,3 +226,19 @@ class WordPieceTokenizer(Tokenizer):
             **{f"{name}_token": token for name, token in self.special_tokens.items()},
         })
         return config
+
+
+def _replace_rows(ragged, rows, texts, redo):
+    """`ragged` (one row per text) with the rows where `rows` (bool) is true replaced by
+    `redo` (texts -> ragged) of their texts."""
+    redone = redo(tf.boolean_mask(texts, rows))
+    count = ragged.nrows()
+    # Row i is `ragged`'s row i, or the redone row numbered by the redone rows before it.
+    index = tf.where(rows, count + tf.cumsum(tf.cast(rows, tf.int64), exclusive=True),
+                     tf.range(count))
+    return tf.gather(tf.concat([ragged, redone], axis=0), index)
+
+
+def _any_per_row(values, value_rows, rows):
+    """Whether any of a ragged tensor's bool `values` is true, per row (bool [rows])."""
+    return tf.math.unsorted_segment_max(tf.cast(values, tf.int32), value_rows, rows) > 0

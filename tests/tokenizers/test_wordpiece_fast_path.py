@@ -1,0 +1,65 @@
+"""WordPieceTokenizer.tokenize on tensorflow-text's fast kernels equals its regular-expression
+path (`_tokenize_exactly`, checked against transformers in test_wordpiece.py), code point by
+code point, and redoes rows whose words are long in bytes but not in characters."""
+
+import unicodedata
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import transformers
+
+from kerasbert.tokenizers import WordPieceTokenizer
+
+VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "##b", "fox", "é", "##é",
+              "É", "##É"]
+
+
+def _exact(tokenizer, texts):
+    return tokenizer._tokenize_exactly(tf.constant(texts)).to_list()
+
+
+@pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
+def test_every_code_point_between_two_letters(lowercase):
+    """"a<c>b" for every Unicode scalar value c: the fast kernels split words where the
+    regular expressions do but at code points that Python's Unicode 14 tables do not know
+    (punctuation added since, which tensorflow-text's newer tables split at)."""
+    tokenizer = WordPieceTokenizer(VOCABULARY, lowercase=lowercase)
+    code_points = [code for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
+    texts = [f"a{chr(code)}b".encode("utf-8", "surrogatepass") for code in code_points]
+    fast = tokenizer.tokenize(texts).to_list()
+    exact = _exact(tokenizer, texts)
+    differing = [chr(code) for code, ours, theirs in zip(code_points, fast, exact)
+                 if ours != theirs]
+    assert {unicodedata.category(character) for character in differing} <= {"Cn"}
+    assert len(differing) < 50
+    print(f"{len(differing)} code points split differently: "
+          f"{[f'U+{ord(character):04X}' for character in differing]}")
+
+
+def test_long_words_counted_in_characters_as_hugging_face(tmp_path):
+    """A word of 60 two-byte letters (120 bytes) is tokenized, one of 101 is [UNK]; rows of
+    either kind mix with ordinary rows, in eager mode and in a tf.data pipeline."""
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(VOCABULARY) + "\n", encoding="utf-8")
+    reference = transformers.BertTokenizerFast(vocab=str(path), do_lower_case=False)
+    tokenizer = WordPieceTokenizer(VOCABULARY, lowercase=False)
+    texts = ["fox " + "é" * 60, "a b", "É" * 101 + " fox", "é" * 100, "fox"]
+    expected = [reference(text, add_special_tokens=False)["input_ids"] for text in texts]
+    assert tokenizer.tokenize(texts).to_list() == expected
+    assert expected[0][1:] == [9] + [10] * 59 and expected[2] == [1, 8]
+    dataset = tf.data.Dataset.from_tensor_slices(texts).batch(2).map(tokenizer.tokenize)
+    assert [row for batch in dataset for row in batch.to_list()] == expected
+    # Without such a word the fast kernels' rows are kept as they are.
+    assert tokenizer.tokenize(["a b", "fox"]).to_list() == expected[1::3]
+
+
+def test_uncased_fast_path_is_the_default_and_split_cjk_false_is_exact():
+    tokenizer = WordPieceTokenizer(VOCABULARY)
+    assert tokenizer.tokenize(["A B"]).to_list() == [[5, 6]]
+    assert tokenizer._fast is not None
+    no_cjk_split = WordPieceTokenizer(VOCABULARY + ["中文"], split_cjk=False)
+    assert no_cjk_split.tokenize(["中文 a"]).to_list() == [[13, 5]]
+    assert no_cjk_split._fast is None
+    np.testing.assert_array_equal(
+        no_cjk_split(["中文 a"], max_length=5)["token_ids"].numpy(), [[2, 13, 5, 3, 0]])
