@@ -5,7 +5,12 @@ flatbuffer with the signature `serve_text`: a 1-D `tf.string` input `text` in, t
 own outputs (`logits`, ...) out, as float32, and a sequence classifier's answers (`label`,
 `label_id`, `probabilities`, or regression's `score`: `kerasbert.export.answers`). Inside:
 
-- normalization: tensorflow-text's `FastBertNormalizer` (custom op `FastBertNormalize`);
+- normalization: tensorflow-text's `FastBertNormalizer` (custom op `FastBertNormalize`) with
+  a table of Hugging Face's normalization rules
+  (`kerasbert.tokenizers.bert_normalizer_model`: control, format and private-use characters
+  and U+FFFD deleted, Unicode whitespace made a space, NFD accent stripping and lower-casing
+  as the tokenizer says), not the table tensorflow-text builds for itself (control characters
+  made spaces, NFKC case folding);
 - splitting on whitespace, punctuation and CJK characters, then WordPiece: tensorflow-text's
   `FastWordpieceTokenizer` (custom op `FastWordpieceTokenizeWithOffsets`; the offsets it
   computes are not used);
@@ -38,6 +43,7 @@ from kerasbert import file_system
 from kerasbert.export.answers import with_answers
 from kerasbert.export.padding_buckets import bucket_width
 from kerasbert.export.signatures import input_specs
+from kerasbert.tokenizers.bert_normalizer_model import bert_normalizer_model
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
 
 SIGNATURE_KEY = "serve_text"
@@ -55,22 +61,20 @@ _MODEL_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 # CJK ideographs (split here by FastWordpieceTokenizer), Unicode whitespace and punctuation,
 # truncation, ASCII words over 100 characters.
 TEXT_TFLITE_DIFFERENCES = [
-    "Control and format characters (C0/C1 controls such as NUL, BEL, ESC, DEL, NEL, "
-    "vertical tab and form feed; cased also zero-width space/joiners, soft hyphen, BOM): "
-    "Hugging Face deletes them, joining the text around them ('ctrl\\x00chars' -> "
-    "'ctrlchars'); FastBertNormalizer turns them into a space, which splits the word.",
-    "U+FFFD and private-use characters: Hugging Face deletes them; here they stay in the "
-    "word, which then becomes [UNK].",
-    "Uncased only: FastBertNormalizer applies compatibility decomposition (NFKD) and full "
-    "case folding where Hugging Face applies NFD and lower-casing, so fullwidth forms, "
-    "ligatures, circled digits, ellipsis, ß, ǅ, ™, ſ, ㎏ ... become their ASCII-like "
-    "equivalents ('ＡＢＣ' -> 'abc', 'ﬁ' -> 'fi', '…' -> '...', 'ß' -> 'ss') where Hugging "
-    "Face keeps them (usually [UNK]).",
-    "Special-token strings in the text ('[SEP]', '[MASK]', ...) are tokenized as text; "
-    "Hugging Face matches them as the special tokens.",
+    "Special-token strings in the text ('[SEP]', '[MASK]', ...) are tokenized as text, as "
+    "kerasbert's WordPieceTokenizer tokenizes them (by design: text cannot forge a special "
+    "token); Hugging Face matches them as the special tokens.",
     "Words longer than max_chars_per_word (100) become [UNK] by UTF-8 bytes here, by "
-    "characters in Hugging Face: a word of up to 100 characters but more than 100 bytes "
-    "(non-ASCII, e.g. 60 accented letters in a cased model) is [UNK] only here.",
+    "characters in Hugging Face and in kerasbert's WordPieceTokenizer: a word of up to 100 "
+    "characters but more than 100 bytes (non-ASCII, e.g. 60 accented letters in a cased "
+    "model) is [UNK] only here. FastWordpieceTokenizer limits a word by its bytes, and "
+    "none of tensorflow-text's TFLite kernels counts a word's characters.",
+    "Unicode versions: characters whose properties differ between the Unicode tables of "
+    "TensorFlow's ops and Hugging Face's (a few hundred characters added since Unicode 9, "
+    "3 older ones whose category changed: docs/tokenizers.md) are normalized as TensorFlow's "
+    "tables say (U+0890 ARABIC POUND MARK ABOVE is a format character here, deleted; "
+    "Hugging Face keeps it), as kerasbert's WordPieceTokenizer does; and 13 punctuation "
+    "characters of Unicode 16 (U+1B4E, U+1B4F, ...) split words here only.",
 ]
 
 
@@ -88,8 +92,7 @@ def text_tflite_model(model, tokenizer, max_seq_length=128, length_buckets=True)
         model: a Keras model whose only inputs are int32 `token_ids`, `segment_ids` and
             `padding_mask` of shape `[batch, seq]` (an encoder or a task model; not
             multiple choice, not a pretraining model).
-        tokenizer: a `kerasbert.tokenizers.WordPieceTokenizer` with
-            `strip_accents == lowercase` and `split_cjk=True`.
+        tokenizer: a `kerasbert.tokenizers.WordPieceTokenizer` with `split_cjk=True`.
         max_seq_length: the sequence length every text is truncated to, and the last
             bucket.
         length_buckets: False pads every batch to `max_seq_length` (static shapes, for
@@ -172,12 +175,6 @@ def _check_tokenizer(tokenizer):
             f"text_tflite_model supports WordPiece tokenizers (BERT, ELECTRA) only, not "
             f"{type(tokenizer).__name__}: its TFLite graph is built from tensorflow-text's "
             "FastBertNormalizer and FastWordpieceTokenizer")
-    if tokenizer.lowercase != tokenizer.strip_accents:
-        raise ValueError(
-            f"{type(tokenizer).__name__}(lowercase={tokenizer.lowercase}, "
-            f"strip_accents={tokenizer.strip_accents}) cannot be expressed with FastBertNormalizer, "
-            "which lower-cases and strips accents together (lower_case_nfd_strip_accents) or "
-            "does neither")
     if not tokenizer.split_cjk:
         raise ValueError(
             f"{type(tokenizer).__name__}(split_cjk=False) cannot be expressed with "
@@ -237,7 +234,8 @@ def check_text_tflite(model, tokenizer, max_seq_length=128):
 def _serving_function(model, tokenizer, max_seq_length, length_buckets):
     check_text_tflite(model, tokenizer, max_seq_length)
 
-    normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=tokenizer.lowercase)
+    normalizer = tf_text.FastBertNormalizer(
+        model_buffer=bert_normalizer_model(tokenizer.lowercase, tokenizer.strip_accents))
     wordpiece = tf_text.FastWordpieceTokenizer(
         vocab=tokenizer.vocabulary, suffix_indicator="##",
         max_bytes_per_word=tokenizer.max_chars_per_word, token_out_type=tf.int32,
