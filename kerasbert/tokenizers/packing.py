@@ -60,24 +60,26 @@ def pack(first, second, layout, max_length=None, truncation="longest_first", pad
     batch = first.nrows()
     start = tf.fill([batch, 1], layout.start_id)
     end = tf.fill([batch, 1], layout.end_id)
-    pieces, segments = [start, first, end], [0, 0, 0]
+    pieces = [start, first, end]
     if pair:
-        for _ in range(layout.pair_separators - 1):
-            pieces.append(end)
-            segments.append(0)
-        pieces += [second, end]
-        segments += [layout.second_segment_id] * 2
+        pieces += [end] * (layout.pair_separators - 1) + [second, end]
     pieces = [tf.RaggedTensor.from_tensor(p) if isinstance(p, tf.Tensor) else p for p in pieces]
     token_ids = tf.concat(pieces, axis=1)
-    segment_ids = tf.concat([tf.ones_like(p) * s for p, s in zip(pieces, segments)], axis=1)
 
     width = max_length if (max_length is not None and padding == "max_length") else None
     shape = [batch, width] if width is not None else None
-    return {
-        "token_ids": token_ids.to_tensor(default_value=layout.pad_id, shape=shape),
-        "segment_ids": segment_ids.to_tensor(default_value=0, shape=shape),
-        "padding_mask": tf.ones_like(token_ids).to_tensor(default_value=0, shape=shape),
-    }
+    dense_ids = token_ids.to_tensor(default_value=layout.pad_id, shape=shape)
+    # The mask and the segments follow from each row's lengths: no more ragged tensors to pad.
+    position = tf.range(tf.shape(dense_ids, out_type=tf.int64)[1])[tf.newaxis, :]
+    is_token = position < tf.cast(token_ids.row_lengths(), tf.int64)[:, tf.newaxis]
+    if pair:
+        second_start = tf.cast(first.row_lengths(), tf.int64) + 1 + layout.pair_separators
+        is_second = tf.logical_and(is_token, position >= second_start[:, tf.newaxis])
+        segment_ids = tf.cast(is_second, tf.int32) * layout.second_segment_id
+    else:
+        segment_ids = tf.zeros_like(dense_ids)
+    return {"token_ids": dense_ids, "segment_ids": segment_ids,
+            "padding_mask": tf.cast(is_token, tf.int32)}
 
 
 def _truncate(first, second, budget, truncation):

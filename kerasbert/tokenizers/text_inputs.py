@@ -39,9 +39,13 @@ def to_text_tensor(texts, argument="texts"):
 
 
 def _checked_utf8(texts, argument):
-    repaired = tf.strings.unicode_transcode(texts, "UTF-8", "UTF-8", errors="replace",
+    # Only texts with a byte above 0x7F can be invalid: ASCII texts (most) skip the transcoding.
+    suspect = tf.logical_not(tf.strings.regex_full_match(texts, r"[\x00-\x7f]*"))
+    suspects = tf.boolean_mask(texts, suspect)
+    repaired = tf.strings.unicode_transcode(suspects, "UTF-8", "UTF-8", errors="replace",
                                             replacement_char=0xFFFD)
-    invalid = tf.not_equal(repaired, texts)
+    invalid = tf.scatter_nd(tf.where(suspect), tf.not_equal(repaired, suspects),
+                            tf.shape(texts, out_type=tf.int64))
     if tf.executing_eagerly():
         bad = np.flatnonzero(invalid.numpy())
         if bad.size:
