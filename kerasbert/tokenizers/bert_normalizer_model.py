@@ -6,9 +6,9 @@ bytes to its replacement. The table it builds itself replaces control characters
 for uncased models, applies NFKC case folding; Hugging Face deletes control, format, private-use
 characters and U+FFFD and, for uncased models, lower-cases and strips accents after NFD only.
 `bert_normalizer_model(lowercase, strip_accents)` builds the table from Hugging Face's rules:
-every Unicode scalar value is normalized on its own by `WordPieceTokenizer.normalize` (the
-regular-expression path, checked against `transformers`), and the ones that change go into the
-trie. Every step of those rules acts on one character at a time (NFD's reordering of combining
+every Unicode scalar value is normalized on its own by `kerasbert.tokenizers.wordpiece.
+normalize_text` (the regular-expression path, checked against `transformers`), and the ones that
+change go into the trie. Every step of those rules acts on one character at a time (NFD's reordering of combining
 marks aside, and those marks are stripped whenever NFD runs), so the table normalizes whole
 texts exactly as the rules do.
 
