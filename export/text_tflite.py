@@ -37,13 +37,11 @@ import tempfile
 
 import numpy as np
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 from kerasbert import file_system
 from kerasbert.export.answers import with_answers
 from kerasbert.export.padding_buckets import bucket_width
 from kerasbert.export.signatures import input_specs
-from kerasbert.tokenizers.bert_normalizer_model import bert_normalizer_model
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
 
 SIGNATURE_KEY = "serve_text"
@@ -234,12 +232,7 @@ def check_text_tflite(model, tokenizer, max_seq_length=128):
 def _serving_function(model, tokenizer, max_seq_length, length_buckets):
     check_text_tflite(model, tokenizer, max_seq_length)
 
-    normalizer = tf_text.FastBertNormalizer(
-        model_buffer=bert_normalizer_model(tokenizer.lowercase, tokenizer.strip_accents))
-    wordpiece = tf_text.FastWordpieceTokenizer(
-        vocab=tokenizer.vocabulary, suffix_indicator="##",
-        max_bytes_per_word=tokenizer.max_chars_per_word, token_out_type=tf.int32,
-        unknown_token=tokenizer.special_tokens["unk"], no_pretokenization=False)
+    normalizer, wordpiece = tokenizer.fast_kernels()
     layout = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=TEXT_INPUT)],

@@ -113,7 +113,7 @@ class WordPieceTokenizer(Tokenizer):
     def _tokenize(self, texts):
         if not self.split_cjk:      # tensorflow-text's word splitter always splits CJK
             return self._tokenize_exactly(texts)
-        normalizer, wordpiece = self._fast_kernels()
+        normalizer, wordpiece = self.fast_kernels()
         normalized = normalizer.normalize(texts)
         pieces = wordpiece.tokenize(normalized)
         # The splitter limits a word by its bytes, Hugging Face by its characters: a row with a
@@ -127,7 +127,7 @@ class WordPieceTokenizer(Tokenizer):
     def _redo_over_long_words(self, texts, normalized, pieces, is_unknown):
         rows = pieces.nrows(out_type=tf.int32)
         has_unknown = _any_per_row(is_unknown, pieces.value_rowids(), rows)
-        suspects, starts, ends = self._fast_kernels()[1].tokenize_with_offsets(
+        suspects, starts, ends = self.fast_kernels()[1].tokenize_with_offsets(
             tf.boolean_mask(normalized, has_unknown))
         over_long = tf.logical_and(
             tf.equal(suspects.flat_values, self.token_to_id(self.special_tokens["unk"])),
@@ -139,10 +139,11 @@ class WordPieceTokenizer(Tokenizer):
                        lambda: _replace_rows(pieces, redo, texts, self._tokenize_exactly),
                        lambda: pieces)
 
-    def _fast_kernels(self):
-        """tensorflow-text's FastBertNormalizer with Hugging Face's table
-        (`bert_normalizer_model`) and FastWordpieceTokenizer splitting words itself: built on
-        first use (the table takes seconds once per process), outside any graph being traced."""
+    def fast_kernels(self):
+        """`(normalizer, wordpiece)`: tensorflow-text's FastBertNormalizer with Hugging Face's
+        table (`bert_normalizer_model`) and FastWordpieceTokenizer splitting words itself, as
+        `tokenize` and `model_text.tflite` run them. Built on first use, outside any graph
+        being traced. Words are limited to `max_chars_per_word` bytes (see `tokenize`)."""
         if self._fast is None:
             with tf.init_scope():
                 table = bert_normalizer_model(self.lowercase, self.strip_accents)
