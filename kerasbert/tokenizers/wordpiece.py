@@ -9,6 +9,7 @@ import tensorflow_text as tf_text
 
 from kerasbert.tokenizers.base import Tokenizer
 from kerasbert.tokenizers.bert_normalizer_model import bert_normalizer_model
+from kerasbert.tokenizers.fast_offsets import fast_tokens_with_offsets
 from kerasbert.tokenizers.unicode_text import lowercase_per_character
 
 # The steps of the Hugging Face `tokenizers` BertNormalizer and BertPreTokenizer, as RE2 patterns.
@@ -56,8 +57,9 @@ class WordPieceTokenizer(Tokenizer):
     tensorflow-text's fast kernels (`FastBertNormalizer` with Hugging Face's
     rules as its table, `FastWordpieceTokenizer` splitting words), redoing on
     regular expressions the rows whose words are long in bytes, and every row
-    when `split_cjk=False`; `tokenize_with_offsets` runs on the regular
-    expressions. Code points whose Unicode category or case changed across
+    when `split_cjk=False`; so does `tokenize_with_offsets`, the offsets traced
+    back through the normalizer's byte map (`kerasbert.tokenizers.fast_offsets`).
+    Code points whose Unicode category or case changed across
     Unicode versions may differ (docs/tokenizers.md). `detokenize` joins pieces and
     words and cleans up spaces before punctuation as Hugging Face's `decode` does.
     Special-token strings inside the text (e.g. "[MASK]") are tokenized as
@@ -165,6 +167,30 @@ class WordPieceTokenizer(Tokenizer):
         return words.with_flat_values(pieces).merge_dims(1, 2)
 
     def _tokenize_with_offsets(self, texts):
+        if not self.split_cjk:      # tensorflow-text's word splitter always splits CJK
+            return self._tokenize_with_offsets_exactly(texts)
+        tokens = fast_tokens_with_offsets(*self.fast_kernels(), texts)
+        # One ragged tensor of (id, start, end) rows, so that redone rows replace all three.
+        found = tf.RaggedTensor.from_row_splits(
+            tf.stack([tokens["ids"], tokens["char_start"], tokens["char_end"]], axis=1),
+            tf.cast(tokens["splits"], tf.int64), validate=False)
+        # As in `_tokenize`: a row with an [UNK] spanning more than `max_chars_per_word` bytes
+        # is redone on the regular-expression path, which counts characters.
+        over_long = tf.logical_and(
+            tf.equal(tokens["ids"], self.token_to_id(self.special_tokens["unk"])),
+            tokens["normalized_bytes"] > self.max_chars_per_word)
+        redo = _any_per_row(over_long, tokens["row"], tf.size(texts))
+        found = tf.cond(tf.reduce_any(redo),
+                        lambda: _replace_rows(found, redo, texts, self._stacked_exact_offsets),
+                        lambda: found)
+        return tuple(found.with_flat_values(found.flat_values[:, column]) for column in range(3))
+
+    def _stacked_exact_offsets(self, texts):
+        ids, starts, ends = self._tokenize_with_offsets_exactly(texts)
+        return ids.with_flat_values(tf.stack(
+            [tf.cast(ragged.flat_values, tf.int32) for ragged in (ids, starts, ends)], axis=1))
+
+    def _tokenize_with_offsets_exactly(self, texts):
         # Every BertNormalizer step acts on one character at a time (NFD's reordering of
         # combining marks aside, and those are stripped whenever NFD runs), so normalizing each
         # original character on its own and joining the results gives the normalized text, with

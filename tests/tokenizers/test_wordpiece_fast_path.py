@@ -19,13 +19,22 @@ def _exact(tokenizer, texts):
     return tokenizer._tokenize_exactly(tf.constant(texts)).to_list()
 
 
+def _code_points():
+    """Every Unicode scalar value of planes 0-3 and 14 (all but a few hundred of the assigned
+    characters, and where new ones are added), and every 31st of the other planes (unassigned
+    and private-use planes, whose characters all normalize alike)."""
+    return [code for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF
+            and (code >> 16 in (0, 1, 2, 3, 14) or code % 31 == 0)]
+
+
 @pytest.mark.parametrize("lowercase", [True, False], ids=["uncased", "cased"])
 def test_every_code_point_between_two_letters(lowercase):
-    """"a<c>b" for every Unicode scalar value c: the fast kernels split words where the
-    regular expressions do but at code points that Python's Unicode 14 tables do not know
-    (punctuation added since, which tensorflow-text's newer tables split at)."""
+    """"a<c>b" for (nearly) every Unicode scalar value c: the fast kernels split words where
+    the regular expressions do but at code points that Python's Unicode 14 tables do not know
+    (punctuation added since, which tensorflow-text's newer tables split at); their offsets are
+    the regular-expression path's on every text of the Basic Multilingual Plane."""
     tokenizer = WordPieceTokenizer(VOCABULARY, lowercase=lowercase)
-    code_points = [code for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
+    code_points = _code_points()
     texts = [f"a{chr(code)}b".encode("utf-8", "surrogatepass") for code in code_points]
     fast = tokenizer.tokenize(texts).to_list()
     exact = _exact(tokenizer, texts)
@@ -35,6 +44,15 @@ def test_every_code_point_between_two_letters(lowercase):
     assert len(differing) < 50
     print(f"{len(differing)} code points split differently: "
           f"{[f'U+{ord(character):04X}' for character in differing]}")
+
+    plane_0 = [index for index, code in enumerate(code_points)
+               if code < 0x10000 and chr(code) not in differing]
+    basic = tf.constant([texts[index] for index in plane_0])
+    fast_offsets = [tensor.to_list() for tensor in tokenizer.tokenize_with_offsets(basic)]
+    exact_offsets = [tensor.to_list()
+                     for tensor in tokenizer._tokenize_with_offsets_exactly(basic)]
+    assert fast_offsets[0] == [fast[index] for index in plane_0]
+    assert fast_offsets == exact_offsets
 
 
 def test_long_words_counted_in_characters_as_hugging_face(tmp_path):
@@ -48,6 +66,11 @@ def test_long_words_counted_in_characters_as_hugging_face(tmp_path):
     expected = [reference(text, add_special_tokens=False)["input_ids"] for text in texts]
     assert tokenizer.tokenize(texts).to_list() == expected
     assert expected[0][1:] == [9] + [10] * 59 and expected[2] == [1, 8]
+    with_offsets = reference(texts, add_special_tokens=False, return_offsets_mapping=True)
+    ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
+    assert ids.to_list() == expected
+    assert [list(zip(*row)) for row in zip(starts.to_list(), ends.to_list())] == [
+        [tuple(pair) for pair in row] for row in with_offsets["offset_mapping"]]
     dataset = tf.data.Dataset.from_tensor_slices(texts).batch(2).map(tokenizer.tokenize)
     assert [row for batch in dataset for row in batch.to_list()] == expected
     # Without such a word the fast kernels' rows are kept as they are.
