@@ -23,9 +23,9 @@ tf.string (`text[start:end]`; padding ""), `start` and `end` int32 (Unicode code
 exclusive; padding -1) and `score` float32 (padding 0). An `entity` of "" marks padding.
 
 `reference_entities` decodes the same answers in Python without the graph, and
-`entity_checks` compares the two. SavedModel only: the graph does not convert to TFLite
-builtins (besides the tokenizer's offset ops, the decoding needs RaggedRange,
-RaggedTensorToTensor, SegmentMean and Substr).
+`entity_checks` compares the two. This graph does not convert to TFLite builtins (ragged and
+string ops); `kerasbert.export.text_tflite_answers` builds the same answers for
+`model_text.tflite`.
 """
 
 import numpy as np

@@ -326,8 +326,10 @@ class _ArtifactBuilder:
 
     def text_tflite(self):
         from kerasbert.export.text_tflite import text_tflite_model
+        from kerasbert.export.text_tflite_answers import TEXT_TFLITE_ANSWERS
         try:
-            flatbuffer = text_tflite_model(self.model, self.tokenizer, self.max_seq_length)
+            flatbuffer = text_tflite_model(self.model, self.tokenizer, self.max_seq_length,
+                                           settings=self.answer_settings)
         except (ValueError, RuntimeError, tf.errors.OpError) as error:
             raise ExportError(f"{TEXT_TFLITE_FILE}: conversion failed: {error}") from None
         path = os.path.join(self.work_dir, TEXT_TFLITE_FILE)
@@ -335,7 +337,8 @@ class _ArtifactBuilder:
             file.write(flatbuffer)
         entry = self._entry(TEXT_TFLITE_FILE, TEXT_TFLITE_FILE, ops=op_inventory(flatbuffer))
         self._schedule("text_tflite", entry, {"path": path, "custom_ops": "tensorflow_text",
-                                              "calls": self._text_calls(("serve_text",))},
+                                              "calls": self._text_calls(("serve_text",))
+                                              + self._answer_calls(TEXT_TFLITE_ANSWERS.values())},
                        "float32")
 
     def onnx(self, quantize):
@@ -413,9 +416,10 @@ class _ArtifactBuilder:
         return [{"signature": name, "case": inputs[name][0], "inputs": inputs[name][1]}
                 for name in signatures]
 
-    def _answer_calls(self):
+    def _answer_calls(self, signatures=None):
+        """The call of the model's answer signature, if it has one (among `signatures`)."""
         signature = answer_signature(self.model)
-        if signature is None:
+        if signature is None or (signatures is not None and signature not in signatures):
             return []
         return [{"signature": signature, "case": ANSWER_CASE,
                  "inputs": sorted(verification_inputs(self.model))}]

@@ -46,6 +46,9 @@ evaluation, among the `n_best_size` best starts and ends; its `doc_stride` is th
 windows (here the step) and it does not cut questions to `max_query_length`. For a context that
 fits one window, with `n_best_size` >= `max_seq_length`, both choose the same span.
 
+`kerasbert.export.text_tflite_answers` runs the same windows and decoding (`decode_spans`, in
+TFLite builtin ops) inside `model_text.tflite`.
+
 `reference_question_answers` computes the same outputs without the graph (`squad_windows`,
 `squad_dataset`, the Keras model, `decode_squad`), and `question_answer_checks` compares an
 artifact's outputs with it.
@@ -54,7 +57,7 @@ artifact's outputs with it.
 import numpy as np
 import tensorflow as tf
 
-from kerasbert.tokenizers.packing import pack
+from kerasbert.tokenizers.fast_offsets import row_of
 
 QUESTION_ANSWERS = ("answer", "start", "end", "score")
 HAS_ANSWER = "has_answer"
@@ -96,10 +99,6 @@ def question_function(model, tokenizer, settings):
     True
     """
     _check_settings(model, tokenizer, settings)
-    layout = tokenizer.layout
-    seq_length = settings.max_seq_length
-    specials = layout.num_special_tokens(pair=True)
-    top_k = min(settings.n_best_size, seq_length)
     names = question_answer_names(settings)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="question"),
@@ -108,95 +107,159 @@ def question_function(model, tokenizer, settings):
         tf.debugging.assert_equal(tf.size(question), tf.size(context),
                                   message="question and context must have the same length")
         question_ids = tokenizer.tokenize(tf.strings.regex_replace(question, f"^{_SPACE}+", ""))
-        question_ids = question_ids[:, :settings.max_query_length]
         context_ids, char_starts, char_ends = tokenizer.tokenize_with_offsets(context)
-        windows = _windows(tf.cast(question_ids.row_lengths(), tf.int32),
-                           tf.cast(context_ids.row_lengths(), tf.int32),
-                           seq_length - specials, settings.doc_stride, layout.pair_separators,
-                           seq_length)
-        example = windows["example"]
-        first_token = tf.cast(tf.gather(context_ids.row_splits, example), tf.int32)
-        token_rows = tf.ragged.range(first_token + windows["start"],
-                                     first_token + windows["start"] + windows["length"])
-        window_ids = token_rows.with_flat_values(
-            tf.gather(context_ids.flat_values, token_rows.flat_values))
-        packed = pack(tf.gather(question_ids, example), window_ids, layout,
-                      max_length=seq_length)
-        outputs = model({name: packed[name] for name in model.input}, training=False)
-        start_logits = tf.cast(outputs["start_logits"], tf.float32)
-        end_logits = tf.cast(outputs["end_logits"], tf.float32)
+        char_starts = tf.cast(char_starts.flat_values, tf.int32)
+        char_ends = tf.cast(char_ends.flat_values, tf.int32)
 
-        # Per packed position of each window row: the context token there (-1 outside the
-        # window's context) and its characters.
-        in_context, max_context = windows["in_context"], windows["max_context"]
-        flat_token = tf.where(in_context, tf.expand_dims(first_token, 1) + windows["token"], 0)
-        position_starts = tf.where(in_context, tf.gather(char_starts.flat_values, flat_token), 0)
-        position_ends = tf.where(in_context, tf.gather(char_ends.flat_values, flat_token), 0)
+        def is_blank(example, start_tokens, end_tokens, valid):
+            return _blank_spans(tf.gather(context, example), tf.gather(char_starts, start_tokens),
+                                tf.gather(char_ends, end_tokens), valid)
 
-        # Candidate spans of each window, in `decode_squad`'s pairing order.
-        top_starts = tf.math.top_k(start_logits, k=top_k, sorted=True).indices
-        top_ends = tf.math.top_k(end_logits, k=top_k, sorted=True).indices
-        span_starts = tf.repeat(top_starts, top_k, axis=1)  # [rows, k * k], start-major
-        span_ends = tf.tile(top_ends, [1, top_k])
-        valid = (tf.gather(max_context, span_starts, batch_dims=1)
-                 & tf.gather(in_context, span_ends, batch_dims=1)
-                 & (span_ends >= span_starts)
-                 & (span_ends - span_starts < settings.max_answer_length))
-        span_chars = (tf.gather(position_starts, span_starts, batch_dims=1),
-                      tf.gather(position_ends, span_ends, batch_dims=1))
-        valid &= ~_blank_spans(tf.gather(context, example), *span_chars, valid)
-        span_scores = (tf.cast(tf.gather(start_logits, span_starts, batch_dims=1), tf.float64)
-                       + tf.cast(tf.gather(end_logits, span_ends, batch_dims=1), tf.float64))
-
-        # All windows of a question side by side: [batch, windows, k * k].
-        rows, row_valid = windows["rows"], windows["row_valid"]
-        safe_rows = tf.where(row_valid, rows, 0)
-        valid_by_question = tf.gather(valid, safe_rows) & tf.expand_dims(row_valid, -1)
-        scores = tf.reshape(tf.gather(span_scores, safe_rows),
-                            [tf.shape(rows)[0], tf.shape(rows)[1] * top_k * top_k])
-        valid_by_question = tf.reshape(valid_by_question, tf.shape(scores))
-        has_span = tf.reduce_any(valid_by_question, axis=1)
-        scores = tf.where(valid_by_question, scores, tf.constant(-np.inf, tf.float64))
-        best_score = tf.reduce_max(scores, axis=1)
-        chosen = _first_where(valid_by_question & (scores == tf.expand_dims(best_score, 1)))
-        chosen_row = tf.gather(safe_rows, chosen // (top_k * top_k), batch_dims=1)
-        chosen_pair = tf.stack([chosen_row, chosen % (top_k * top_k)], axis=1)
-        start_position = tf.gather_nd(span_starts, chosen_pair)
-        end_position = tf.gather_nd(span_ends, chosen_pair)
-        start_char = tf.gather_nd(span_chars[0], chosen_pair)
-        end_char = tf.gather_nd(span_chars[1], chosen_pair)
-
-        null_scores = (tf.cast(start_logits[:, 0], tf.float64)
-                       + tf.cast(end_logits[:, 0], tf.float64))
-        null_by_question = tf.where(row_valid, tf.gather(null_scores, safe_rows),
-                                    tf.constant(np.inf, tf.float64))
-        null_score = tf.reduce_min(null_by_question, axis=1)
-        null_row = tf.gather(safe_rows, _first_where(
-            row_valid & (null_by_question == tf.expand_dims(null_score, 1))), batch_dims=1)
-        use_null = ~has_span
-        if settings.version_2_with_negative:
-            use_null |= null_score - best_score > settings.null_score_diff_threshold
-
-        allowed = in_context | (tf.range(seq_length) == 0)
-        p_start = tf.nn.softmax(tf.where(allowed, start_logits, -np.inf), axis=1)
-        p_end = tf.nn.softmax(tf.where(allowed, end_logits, -np.inf), axis=1)
-        span_probability = (tf.gather_nd(p_start, tf.stack([chosen_row, start_position], 1))
-                            * tf.gather_nd(p_end, tf.stack([chosen_row, end_position], 1)))
-        null_probability = tf.gather(p_start[:, 0] * p_end[:, 0], null_row)
-
-        start_char = tf.where(use_null, 0, start_char)
-        end_char = tf.where(use_null, 0, end_char)
+        span = decode_spans(model, tokenizer.layout, settings,
+                            tf.cast(question_ids.flat_values, tf.int32),
+                            tf.cast(question_ids.row_splits, tf.int32),
+                            tf.cast(context_ids.flat_values, tf.int32),
+                            tf.cast(context_ids.row_splits, tf.int32), is_blank)
+        use_null = ~span[HAS_ANSWER]
+        start_char = tf.where(use_null, 0, tf.gather(char_starts, span["start_token"]))
+        end_char = tf.where(use_null, 0, tf.gather(char_ends, span["end_token"]))
         answers = {
             "answer": tf.strings.substr(context, start_char, end_char - start_char,
                                         unit="UTF8_CHAR"),
             "start": start_char,
             "end": end_char,
-            "score": tf.where(use_null, null_probability, span_probability),
-            HAS_ANSWER: ~use_null,
+            "score": span["score"],
+            HAS_ANSWER: span[HAS_ANSWER],
         }
         return {name: answers[name] for name in names}
 
     return serve_question
+
+
+def decode_spans(model, layout, settings, question_ids, question_splits, context_ids,
+                 context_splits, is_blank=None):
+    """Windows, the model and the span decoding of `serve_question` on tokenized texts, in
+    TFLite builtin ops only (no ragged, string or Repeat ops): what the SavedModel's and
+    `model_text.tflite`'s `serve_question` share.
+
+    Args:
+        model, settings: as `question_function`'s; `layout`: the tokenizer's
+            `SpecialTokenLayout`.
+        question_ids, question_splits: every question's ids one after the other (int32) and
+            where each question starts (int32 `[batch + 1]`, as a ragged tensor's row splits),
+            leading whitespace already ignored; cut here to `max_query_length`.
+        context_ids, context_splits: the same for the contexts.
+        is_blank: None, or `is_blank(example, start_tokens, end_tokens, valid)` saying which
+            candidate spans' texts are only whitespace (they are skipped): `example` the
+            question of each window row `[rows]`, the others `[rows, candidates]`, tokens as
+            indexes into `context_ids`.
+
+    Returns:
+        `{"start_token", "end_token"}` (int32 `[batch]`, indexes into `context_ids` of the
+        answer's first and last token; meaningless where there is no answer), `"score"`
+        (float32) and `has_answer` (bool).
+    """
+    seq_length = settings.max_seq_length
+    top_k = min(settings.n_best_size, seq_length)
+    question_lengths = tf.minimum(question_splits[1:] - question_splits[:-1],
+                                  settings.max_query_length)
+    windows = _windows(question_lengths, context_splits[1:] - context_splits[:-1],
+                       seq_length - layout.num_special_tokens(pair=True), settings.doc_stride,
+                       layout.pair_separators, seq_length)
+    example = windows["example"]
+    # Per packed position of each window row: the context token there (0 outside the
+    # window's context).
+    in_context, max_context = windows["in_context"], windows["max_context"]
+    first_token = tf.gather(context_splits, example)
+    flat_token = tf.where(in_context, tf.expand_dims(first_token, 1) + windows["token"], 0)
+    packed = _pack_windows(layout, windows, tf.gather(question_splits, example),
+                           tf.gather(question_lengths, example), question_ids, context_ids,
+                           flat_token)
+    outputs = model({name: packed[name] for name in model.input}, training=False)
+    start_logits = tf.cast(outputs["start_logits"], tf.float32)
+    end_logits = tf.cast(outputs["end_logits"], tf.float32)
+
+    # Candidate spans of each window, in `decode_squad`'s pairing order.
+    top_starts = tf.math.top_k(start_logits, k=top_k, sorted=True).indices
+    top_ends = tf.math.top_k(end_logits, k=top_k, sorted=True).indices
+    span_starts = tf.repeat(top_starts, top_k, axis=1)  # [rows, k * k], start-major
+    span_ends = tf.tile(top_ends, [1, top_k])
+    valid = (tf.gather(max_context, span_starts, batch_dims=1)
+             & tf.gather(in_context, span_ends, batch_dims=1)
+             & (span_ends >= span_starts)
+             & (span_ends - span_starts < settings.max_answer_length))
+    span_tokens = (tf.gather(flat_token, span_starts, batch_dims=1),
+                   tf.gather(flat_token, span_ends, batch_dims=1))
+    if is_blank is not None:
+        valid &= ~is_blank(example, *span_tokens, valid)
+    # Scores are float64 sums of two float32 logits in `decode_squad`: exact, so here they are
+    # kept exact as float32 pairs (TFLite has no float64 arithmetic), compared high part first.
+    span_scores = _two_sum(tf.gather(start_logits, span_starts, batch_dims=1),
+                           tf.gather(end_logits, span_ends, batch_dims=1))
+
+    # All windows of a question side by side: [batch, windows * k * k].
+    rows, row_valid = windows["rows"], windows["row_valid"]
+    safe_rows = tf.where(row_valid, rows, 0)
+    width = [tf.shape(rows)[0], tf.shape(rows)[1] * top_k * top_k]
+    valid_by_question = tf.reshape(tf.gather(valid, safe_rows) & tf.expand_dims(row_valid, -1),
+                                   width)
+    has_span = tf.reduce_any(valid_by_question, axis=1)
+    best_score, is_best = _pair_extreme(
+        [tf.reshape(tf.gather(part, safe_rows), width) for part in span_scores],
+        valid_by_question, tf.reduce_max)
+    chosen = _first_where(is_best)
+    chosen_row = tf.gather(safe_rows, chosen // (top_k * top_k), batch_dims=1)
+    chosen_pair = tf.stack([chosen_row, chosen % (top_k * top_k)], axis=1)
+    start_position = tf.gather_nd(span_starts, chosen_pair)
+    end_position = tf.gather_nd(span_ends, chosen_pair)
+
+    null_scores = _two_sum(start_logits[:, 0], end_logits[:, 0])
+    null_score, is_null = _pair_extreme([tf.gather(part, safe_rows) for part in null_scores],
+                                        row_valid, tf.reduce_min)
+    null_row = tf.gather(safe_rows, _first_where(is_null), batch_dims=1)
+    use_null = ~has_span
+    if settings.version_2_with_negative:
+        use_null |= _exceeds(null_score, best_score, settings.null_score_diff_threshold)
+
+    allowed = in_context | (tf.range(seq_length) == 0)
+    p_start = tf.nn.softmax(tf.where(allowed, start_logits, -np.inf), axis=1)
+    p_end = tf.nn.softmax(tf.where(allowed, end_logits, -np.inf), axis=1)
+    span_probability = (tf.gather_nd(p_start, tf.stack([chosen_row, start_position], 1))
+                        * tf.gather_nd(p_end, tf.stack([chosen_row, end_position], 1)))
+    null_probability = tf.gather(p_start[:, 0] * p_end[:, 0], null_row)
+    return {"start_token": tf.gather_nd(span_tokens[0], chosen_pair),
+            "end_token": tf.gather_nd(span_tokens[1], chosen_pair),
+            "score": tf.where(use_null, null_probability, span_probability),
+            HAS_ANSWER: ~use_null}
+
+
+def _pack_windows(layout, windows, question_starts, question_lengths, question_ids,
+                  context_ids, context_token):
+    """`[start] question [end] * pair_separators window [end]` per window row, padded to the
+    rows' width, as `pack` lays out a pair (nothing is truncated: the windows fit), in builtin
+    ops: the question of each row starts at `question_starts` and has `question_lengths`
+    tokens, `context_token` is the context token at each position (`_windows`' `in_context`)."""
+    position = tf.expand_dims(tf.range(tf.shape(context_token)[1]), 0)
+    question_length = tf.expand_dims(question_lengths, 1)
+    second_start = 1 + question_length + layout.pair_separators
+    second_end = second_start + tf.expand_dims(windows["length"], 1)  # the closing [end]
+    is_question = (position >= 1) & (position <= question_length)
+    in_context = windows["in_context"]
+    # A pad value past each id list, so that every gather index is valid, even with no ids.
+    questions = tf.concat([question_ids, [layout.pad_id]], 0)
+    contexts = tf.concat([context_ids, [layout.pad_id]], 0)
+    question_index = tf.where(is_question, tf.expand_dims(question_starts, 1) + position - 1,
+                              tf.size(question_ids))
+    context_index = tf.where(in_context, context_token, tf.size(context_ids))
+    token_ids = tf.where(is_question, tf.gather(questions, question_index),
+                         tf.gather(contexts, context_index))
+    is_end = ((position > question_length) & (position < second_start)) | (position == second_end)
+    token_ids = tf.where(is_end, layout.end_id, token_ids)
+    token_ids = tf.where(position == 0, layout.start_id, token_ids)
+    is_second = (position >= second_start) & (position <= second_end)
+    return {"token_ids": token_ids,
+            "segment_ids": tf.where(is_second, layout.second_segment_id, 0),
+            "padding_mask": tf.cast(position <= second_end, tf.int32)}
 
 
 def reference_question_answers(model, tokenizer, settings, questions, contexts):
@@ -345,8 +408,11 @@ def _windows(question_lengths, context_lengths, room, doc_stride, pair_separator
     step = tf.minimum(capacity, doc_stride)
     overflow = tf.maximum(context_lengths - capacity, 0)
     num_windows = 1 + (overflow + step - 1) // step
-    example = tf.repeat(tf.range(tf.size(num_windows)), num_windows)
-    window = tf.ragged.range(num_windows).flat_values
+    # The question of each window row (TFLite builtins: no Repeat, no RaggedRange).
+    first_row = tf.cumsum(num_windows, exclusive=True)
+    total = tf.reduce_sum(num_windows)
+    example = row_of(total, tf.concat([first_row, total[tf.newaxis]], 0))
+    window = tf.range(total) - tf.gather(first_row, example)
     example_step, example_capacity = tf.gather(step, example), tf.gather(capacity, example)
     example_length = tf.gather(context_lengths, example)
     start = window * example_step
@@ -367,17 +433,64 @@ def _windows(question_lengths, context_lengths, room, doc_stride, pair_separator
     left = tf.expand_dims(token, 2) - tf.expand_dims(other_start, 1)  # [rows, seq, windows]
     right = tf.expand_dims(other_length, 1) - 1 - left
     contains = (left >= 0) & (right >= 0)
-    score = (tf.cast(tf.minimum(left, right), tf.float64)
-             + 0.01 * tf.cast(tf.expand_dims(other_length, 1), tf.float64))
-    score = tf.where(contains, score, tf.constant(-np.inf, tf.float64))
+    # `min(left, right) + 0.01 * length` in float64 as `max_context_windows` computes it, by
+    # its rank among all such values (integers: no float64 arithmetic in TFLite; ties kept).
+    score_ranks, ranked_lengths = _max_context_ranks(seq_length)
+    score = tf.gather(score_ranks, tf.where(contains, tf.minimum(left, right), 0) * ranked_lengths
+                      + tf.expand_dims(other_length, 1))
+    score = tf.where(contains, score, -1)
     best = _first_where(score == tf.reduce_max(score, axis=2, keepdims=True))
     max_context = in_context & (best == tf.expand_dims(window, 1))
 
-    first_row = tf.cumsum(num_windows, exclusive=True)
     rows = tf.expand_dims(first_row, 1) + other
     return {"example": example, "window": window, "start": start, "length": length,
             "token": token, "in_context": in_context, "max_context": max_context,
             "rows": rows, "row_valid": other < tf.expand_dims(num_windows, 1)}
+
+
+def _max_context_ranks(seq_length):
+    """`(ranks, lengths)`: `ranks[a * lengths + l]` is the rank (int32, 0 = smallest) of the
+    float64 `a + 0.01 * l` among all values with `a` in [0, seq_length // 2] and `l` in
+    [0, seq_length], equal values sharing a rank: comparing ranks compares those floats."""
+    distance = np.arange(seq_length // 2 + 1)[:, np.newaxis]
+    length = np.arange(seq_length + 1)[np.newaxis, :]
+    values = distance + 0.01 * length
+    ranks = np.unique(values.reshape(-1), return_inverse=True)[1]
+    return tf.constant(ranks.astype(np.int32)), seq_length + 1
+
+
+def _two_sum(first, second):
+    """`(high, low)` float32 with `high = first + second` rounded and `high + low` equal to the
+    exact sum (Knuth's TwoSum)."""
+    high = first + second
+    second_part = high - first
+    first_part = high - second_part
+    return high, (first - first_part) + (second - second_part)
+
+
+def _pair_extreme(pair, valid, reduce):
+    """The extreme (`tf.reduce_max` / `tf.reduce_min`) along the last axis of the exact sums
+    `high + low` of `pair` among `valid`, as a `(high, low)` pair, and where it is reached."""
+    high, low = pair
+    fill = -np.inf if reduce is tf.reduce_max else np.inf
+    high = tf.where(valid, high, fill)
+    best_high = reduce(high, axis=-1, keepdims=True)
+    tied = valid & (high == best_high)
+    best_low = reduce(tf.where(tied, low, fill), axis=-1, keepdims=True)
+    return ((tf.squeeze(best_high, -1), tf.squeeze(best_low, -1)),
+            tied & (tf.where(tied, low, fill) == best_low))
+
+
+def _exceeds(minuend, subtrahend, threshold):
+    """Whether `minuend - subtrahend > threshold` for exact `(high, low)` float32 pairs and a
+    Python float, in float32 arithmetic: the high parts' differences are exact (TwoSum), only the
+    sum of the small remainders rounds, so the answer is float64's unless the difference is
+    within about 2**-47 (relative to the logits and the threshold) of the threshold."""
+    threshold_high = np.float32(threshold)
+    threshold_low = np.float32(threshold - float(threshold_high))
+    difference, error = _two_sum(minuend[0], -subtrahend[0])
+    margin, margin_error = _two_sum(difference, -threshold_high)
+    return margin + (margin_error + error + minuend[1] - subtrahend[1] - threshold_low) > 0
 
 
 def _first_where(condition):

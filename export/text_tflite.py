@@ -22,8 +22,13 @@ own outputs (`logits`, ...) out, as float32, and a sequence classifier's answers
 The sequence length therefore depends on the texts: the interpreter sizes the encoder's
 tensors on each call (they are dynamic tensors), which the signature runner does by itself.
 
-Those two custom ops are the only non-builtin ops (no Flex / Select TF ops, no ragged
-ops): run the model with an interpreter that has tensorflow-text's kernels registered, as
+A span QA model also gets `serve_question(question, context)` and a token classifier
+`serve_entities(text)`, answering as the SavedModel's signatures of those names
+(`kerasbert.export.text_tflite_answers`, which adds tensorflow-text's `ByteSplitWithOffsets`
+and `ByteSplitByOffsets` kernels).
+
+Those custom ops (`TFTEXT_CUSTOM_OPS`) are the only non-builtin ops (no Flex / Select TF ops,
+no ragged ops): run the model with an interpreter that has tensorflow-text's kernels registered, as
 `run_text_tflite` does with ai_edge_litert's `InterpreterWithCustomOps` (its plain
 `Interpreter` takes no registerers; TensorFlow's
 `tf.lite.python.interpreter.InterpreterWithCustomOps` gives the same outputs). The ids are
@@ -39,16 +44,19 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert import file_system
+from kerasbert.export.answer_settings import AnswerSettings
 from kerasbert.export.answers import with_answers
 from kerasbert.export.padding_buckets import bucket_width
 from kerasbert.export.signatures import input_specs
+from kerasbert.export.text_tflite_answers import answer_signatures
 from kerasbert.tokenizers.wordpiece import WordPieceTokenizer
 
 SIGNATURE_KEY = "serve_text"
 TEXT_INPUT = "text"
 # The custom ops the flatbuffer may hold: tensorflow-text's, registered by
 # `tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`.
-TFTEXT_CUSTOM_OPS = ("FastBertNormalize", "FastWordpieceTokenizeWithOffsets")
+TFTEXT_CUSTOM_OPS = ("FastBertNormalize", "FastWordpieceTokenizeWithOffsets",
+                     "TFText>ByteSplitWithOffsets", "TFText>ByteSplitByOffsets")
 _MODEL_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 # Where the flatbuffer's ids differ from `transformers.BertTokenizerFast` with the same
@@ -76,7 +84,7 @@ TEXT_TFLITE_DIFFERENCES = [
 ]
 
 
-def text_tflite_model(model, tokenizer, max_seq_length=128, length_buckets=True):
+def text_tflite_model(model, tokenizer, max_seq_length=128, length_buckets=True, settings=None):
     """The TFLite flatbuffer (bytes) of `model` with `tokenizer` inside: text in, outputs out.
 
     The signature `serve_text` takes `text` (1-D `tf.string`, any batch size) and returns
@@ -95,6 +103,12 @@ def text_tflite_model(model, tokenizer, max_seq_length=128, length_buckets=True)
             bucket.
         length_buckets: False pads every batch to `max_seq_length` (static shapes, for
             delegates that need them; slower on short texts).
+        settings: the `AnswerSettings` of a span QA model's `serve_question` (default:
+            `AnswerSettings(max_seq_length=max_seq_length)`).
+
+    A span QA model also gets `serve_question(question, context)` and a token classifier
+    `serve_entities(text)`, answering as the SavedModel's signatures of those names
+    (`kerasbert.export.text_tflite_answers`).
 
     Raises:
         ValueError: for any other tokenizer or model.
@@ -119,24 +133,28 @@ def text_tflite_model(model, tokenizer, max_seq_length=128, length_buckets=True)
     # The TensorFlow variables under the Keras ones: saved this way, the converter freezes them
     # into constants (tracking the Keras model leaves them as uninitialised TFLite variables).
     module.model_variables = [variable.value for variable in model.variables]
-    module.serve_text = _serving_function(model, tokenizer, max_seq_length, length_buckets)
-    # A SavedModel in between gives the signature its key (`from_concrete_functions` names a
+    module.text_signatures = {SIGNATURE_KEY: _serving_function(model, tokenizer, max_seq_length,
+                                                          length_buckets)}
+    module.text_signatures.update(answer_signatures(model, tokenizer, settings or AnswerSettings(
+        max_seq_length=max_seq_length)))
+    # A SavedModel in between gives the signatures their keys (`from_concrete_functions` names a
     # single signature `serving_default`).
     with tempfile.TemporaryDirectory(prefix="text_tflite_") as directory:
-        tf.saved_model.save(module, directory,
-                            signatures={SIGNATURE_KEY: module.serve_text.get_concrete_function()})
-        converter = tf.lite.TFLiteConverter.from_saved_model(directory,
-                                                             signature_keys=[SIGNATURE_KEY])
+        tf.saved_model.save(module, directory, signatures={
+            key: function.get_concrete_function() for key, function in module.text_signatures.items()})
+        converter = tf.lite.TFLiteConverter.from_saved_model(
+            directory, signature_keys=list(module.text_signatures))
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
         converter.allow_custom_ops = True
         return converter.convert()
 
 
-def run_text_tflite(tflite_bytes_or_path, texts):
-    """Run the `serve_text` signature of a `text_tflite_model` flatbuffer on `texts`.
+def run_text_tflite(tflite_bytes_or_path, texts, signature=SIGNATURE_KEY):
+    """Run `signature` (`serve_text`, `serve_question`, ...) of a `text_tflite_model` flatbuffer.
 
     `tflite_bytes_or_path`: the flatbuffer's bytes or the path (or URL) of a `.tflite` file;
-    `texts`: a string or a sequence of strings. Returns `{output name: numpy array}`, batch
+    `texts`: a string or a sequence of strings (the `text` input), or a dict of them by input
+    name (`{"question": [...], "context": [...]}`). Returns `{output name: numpy array}`, batch
     first. The interpreter is ai_edge_litert's `InterpreterWithCustomOps` with
     tensorflow-text's TFLite kernels (`tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS`)
     registered.
@@ -157,12 +175,18 @@ def run_text_tflite(tflite_bytes_or_path, texts):
     """
     if isinstance(tflite_bytes_or_path, (str, os.PathLike)):
         tflite_bytes_or_path = file_system.read_bytes(tflite_bytes_or_path)
+    if not isinstance(texts, dict):
+        texts = {TEXT_INPUT: texts}
+    runner = _interpreter(bytes(tflite_bytes_or_path)).get_signature_runner(signature)
+    outputs = runner(**{name: _string_array(values) for name, values in texts.items()})
+    return {name: np.asarray(value) for name, value in outputs.items()}
+
+
+def _string_array(texts):
     if isinstance(texts, (str, bytes)):
         texts = [texts]
-    texts = np.array([text.encode("utf-8") if isinstance(text, str) else bytes(text)
-                      for text in texts], dtype=object)
-    runner = _interpreter(bytes(tflite_bytes_or_path)).get_signature_runner(SIGNATURE_KEY)
-    return {name: np.asarray(value) for name, value in runner(**{TEXT_INPUT: texts}).items()}
+    return np.array([text.encode("utf-8") if isinstance(text, str) else bytes(text)
+                     for text in texts], dtype=object)
 
 
 # --- checks ---
@@ -239,7 +263,7 @@ def _serving_function(model, tokenizer, max_seq_length, length_buckets):
                  autograph=False)
     def serve_text(text):
         pieces = wordpiece.tokenize(normalizer.normalize(text))
-        inputs = _pack(pieces.flat_values, pieces.row_splits, max_seq_length, length_buckets,
+        inputs = pack_text(pieces.flat_values, pieces.row_splits, max_seq_length, length_buckets,
                        *layout)
         outputs = model(inputs, training=False)
         return with_answers(model, {name: tf.cast(value, tf.float32)
@@ -248,7 +272,7 @@ def _serving_function(model, tokenizer, max_seq_length, length_buckets):
     return serve_text
 
 
-def _pack(ids, row_splits, max_length, length_buckets, cls_id, sep_id, pad_id):
+def pack_text(ids, row_splits, max_length, length_buckets, cls_id, sep_id, pad_id):
     """`[CLS] ids [SEP]` per row, truncated to `max_length` and right-padded to the bucket of
     the longest row (`length_buckets`) or to `max_length`, with builtin ops only.
 
