@@ -15,8 +15,9 @@ answer fields added:
 `search` ranks the records of a text embedding export against a query instead: the top k by
 cosine similarity, each with its `cosine` and `rank`.
 
-Runtimes: the SavedModel (`saved_model`, as TF Serving runs it) and, for a classifier or an
-embedding model, the raw-text TFLite file too (`tflite`, as a phone runs it); with both, their
+Runtimes: the SavedModel (`saved_model`, as TF Serving runs it) and, for a classifier, an
+embedding model, a span QA model or a token classifier, the raw-text TFLite file too (`tflite`,
+as a phone runs it: `serve_text`, `serve_question`, `serve_entities`); with both, their
 answers (labels, spans, entities, choices; vectors to a cosine similarity of
 `FLOAT_MIN_COSINE`) must agree, else an `ExportError` names the record.
 
@@ -42,14 +43,16 @@ from kerasbert.export.artifact_runner import saved_model_runner, tflite_runner
 from kerasbert.export.errors import ExportError
 from kerasbert.export.exporter import REPORT_FILE, TEXT_TFLITE_FILE
 from kerasbert.export.text_tflite import SIGNATURE_KEY, TEXT_INPUT
+from kerasbert.export.text_tflite_answers import TEXT_TFLITE_ANSWERS
 from kerasbert.json_files import read_json_file
 
 INPUT_FORMATS = ("auto", "text", "jsonl")
 _FIELDS = {"sequence_classification": ("text",), "token_classification": ("text",),
            "question_answering": ("question", "context"), "multiple_choice": ("context", "choices"),
            "text_embedding": ("text",)}
-# The tasks model_text.tflite serves (its one signature returns the model's own outputs).
-_TEXT_TFLITE_TASKS = ("sequence_classification", "text_embedding")
+# The tasks model_text.tflite serves: through `serve_text` (the model's outputs and answers), or
+# through the answer signature of `TEXT_TFLITE_ANSWERS` (span QA, entities).
+_TEXT_TFLITE_TASKS = ("sequence_classification", "text_embedding", *TEXT_TFLITE_ANSWERS)
 
 
 def read_report(export_dir):
@@ -82,10 +85,16 @@ def default_runtimes(export_dir):
     """Both runtimes for a classifier or embedding export with `model_text.tflite`, else the
     SavedModel."""
     report = read_report(export_dir)
-    if exported_task(export_dir) in _TEXT_TFLITE_TASKS and (
-            TEXT_TFLITE_FILE in report["artifacts"]):
+    task = exported_task(export_dir)
+    text_tflite = report["artifacts"].get(TEXT_TFLITE_FILE)
+    if task in _TEXT_TFLITE_TASKS and text_tflite is not None and (
+            _text_tflite_signature(task) in text_tflite.get("signatures", {SIGNATURE_KEY: {}})):
         return list(RUNTIMES)
     return ["saved_model"]
+
+
+def _text_tflite_signature(task):
+    return TEXT_TFLITE_ANSWERS.get(task, SIGNATURE_KEY)
 
 
 def predict(export_dir, records, runtimes=None):
@@ -100,8 +109,9 @@ def predict(export_dir, records, runtimes=None):
     if unknown:
         raise ExportError(f"unknown runtime {unknown[0]!r}; choose from {list(RUNTIMES)}")
     if "tflite" in runtimes and task not in _TEXT_TFLITE_TASKS:
-        raise ExportError(f"the tflite runtime serves classifiers and embedding models only "
-                          f"(model_text.tflite); this export's model is for {task}: use "
+        raise ExportError(f"the tflite runtime serves classifiers, embedding, span QA and token "
+                          f"classification models only (model_text.tflite); this export's "
+                          f"model is for {task}: use "
                           "--runtimes=saved_model")
     for number, record in enumerate(records, 1):
         missing = [field for field in _FIELDS[task] if field not in record]
@@ -209,7 +219,8 @@ def _outputs(export_dir, runtime, task, records):
             if any(record.get("text_pair") for record in records):
                 raise ExportError("model_text.tflite takes single texts; records with a "
                                   "text_pair need --runtimes=saved_model")
-            return [_row(run(SIGNATURE_KEY, {TEXT_INPUT: _strings([record["text"]])}), 0)
+            return [_row(run(_text_tflite_signature(task),
+                             {field: _strings([record[field]]) for field in _FIELDS[task]}), 0)
                     for record in records]
     with file_system.local_copy(_artifact_path(export_dir, "saved_model")) as path:
         run, _ = saved_model_runner({"needs_tensorflow_text": True}, {"path": path})

@@ -108,8 +108,10 @@ def question_function(model, tokenizer, settings):
                                   message="question and context must have the same length")
         question_ids = tokenizer.tokenize(tf.strings.regex_replace(question, f"^{_SPACE}+", ""))
         context_ids, char_starts, char_ends = tokenizer.tokenize_with_offsets(context)
-        char_starts = tf.cast(char_starts.flat_values, tf.int32)
-        char_ends = tf.cast(char_ends.flat_values, tf.int32)
+        # A pad past the offsets: token indexes are 0 where nothing is chosen, which holds no
+        # token when the batch has no context token at all.
+        char_starts = tf.concat([tf.cast(char_starts.flat_values, tf.int32), [0]], 0)
+        char_ends = tf.concat([tf.cast(char_ends.flat_values, tf.int32), [0]], 0)
 
         def is_blank(example, start_tokens, end_tokens, valid):
             return _blank_spans(tf.gather(context, example), tf.gather(char_starts, start_tokens),

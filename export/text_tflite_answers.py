@@ -63,9 +63,9 @@ def question_tflite_function(model, tokenizer, settings):
         span = decode_spans(model, tokenizer.layout, settings, questions["ids"],
                             questions["splits"], contexts["ids"], contexts["splits"])
         has_answer = span[HAS_ANSWER]
-        start = {name: tf.where(has_answer, tf.gather(contexts[name], span["start_token"]), 0)
+        start = {name: tf.where(has_answer, _token_values(contexts[name], span["start_token"]), 0)
                  for name in ("char_start", "byte_start")}
-        end = {name: tf.where(has_answer, tf.gather(contexts[name], span["end_token"]), 0)
+        end = {name: tf.where(has_answer, _token_values(contexts[name], span["end_token"]), 0)
                for name in ("char_end", "byte_end")}
         answer = tf_text.ByteSplitter().split_by_offsets(
             context, tf.expand_dims(start["byte_start"], 1), tf.expand_dims(end["byte_end"], 1))
@@ -74,6 +74,12 @@ def question_tflite_function(model, tokenizer, settings):
         return {name: answers[name] for name in names}
 
     return serve_question
+
+
+def _token_values(values, tokens):
+    """`values` of the answers' `tokens`; 0 for a batch without any context token, where no
+    question has an answer and `tokens` are 0."""
+    return tf.gather(tf.concat([values, [0]], 0), tokens)
 
 
 def entity_tflite_function(model, tokenizer, settings):

@@ -33,8 +33,8 @@ flags.DEFINE_string("input_file", "-", "Texts, one a line, or JSON lines of reco
 flags.DEFINE_enum("input_format", "auto", ["auto", "text", "jsonl"], "text: one text a line; "
                   "jsonl: one JSON object a line; auto: jsonl for .jsonl and .json files.")
 flags.DEFINE_list("runtimes", None, f"Any of {', '.join(RUNTIMES)}; with two, their answers "
-                  "must agree (default: both for a classifier with model_text.tflite, else "
-                  "saved_model).")
+                  "must agree (default: both when the export has model_text.tflite with the "
+                  "task's signature, else saved_model).")
 flags.DEFINE_string("query", None, "Text embedding exports: rank the input lines by cosine "
                     "similarity to this text and print the --top_k nearest.")
 flags.DEFINE_integer("top_k", 10, "With --query: how many lines to print.", lower_bound=1)

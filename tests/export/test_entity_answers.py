@@ -150,17 +150,20 @@ def test_serve_entities_equals_the_python_decoder(ner):
 
 
 def test_the_export_verifies_serve_entities_and_kerasbert_predict_serves_it(ner, tmp_path):
-    """`kerasbert.export.export` with text signatures adds `serve_entities`, checked against the
-    Python decoder; run in a process that never imports kerasbert it gives the pipeline's
-    entities, and `kerasbert-predict` (the library call) returns them per text."""
+    """`kerasbert.export.export` with text signatures adds `serve_entities` to the SavedModel and
+    to `model_text.tflite`, both checked against the Python decoder; the SavedModel run in a
+    process that never imports kerasbert gives the pipeline's entities, and `kerasbert-predict`
+    (the library call, which runs and compares both files) returns them per text."""
     from kerasbert.export.predictions import predict
 
-    report = kerasbert.export.export(ner["folder"], tmp_path / "out", formats=("saved_model",),
+    report = kerasbert.export.export(ner["folder"], tmp_path / "out",
+                                     formats=("saved_model", "tflite"),
                                      max_seq_length=MAX_SEQ_LENGTH, text_signatures=True)
-    entry = report["artifacts"]["saved_model"]
-    checks = [check for check in entry["checks"] if check.get("signature") == "serve_entities"]
-    assert {check["output"] for check in checks} == set(ENTITY_ANSWERS)
-    assert all(check["passed"] for check in checks), checks
+    for artifact in ("saved_model", "model_text.tflite"):  # the phone's file answers too
+        entry = report["artifacts"][artifact]
+        checks = [check for check in entry["checks"] if check.get("signature") == "serve_entities"]
+        assert {check["output"] for check in checks} == set(ENTITY_ANSWERS)
+        assert all(check["passed"] for check in checks) and entry["verified"], (artifact, checks)
     outputs = run_signature(str(tmp_path / "out"), "serve_entities", {"text": TEXTS})
     for name in ("entity", "word"):  # as the in-process signature returns them
         outputs[name] = np.vectorize(str.encode, otypes=[object])(outputs[name])
@@ -171,6 +174,7 @@ def test_the_export_verifies_serve_entities_and_kerasbert_predict_serves_it(ner,
         listed = [(entity["entity"], entity["start"], entity["end"], entity["word"],
                    entity["score"]) for entity in answer["entities"]]
         assert_entities_equal(listed, expected[index], TOLERANCE, f"predict text {index}")
+        assert answer["runtimes"] == ["tflite", "saved_model"]
 
 
 def test_entity_checks_fail_when_an_entity_differs(ner):

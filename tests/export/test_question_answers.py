@@ -206,9 +206,10 @@ def assert_same(produced, expected):
 
 def test_an_exported_finetune_folder_answers_with_its_recorded_settings(bert_qa, tmp_path):
     """`kerasbert.export.export` of a `kerasbert-finetune` folder takes the run's recorded SQuAD
-    v2.0 flags, verifies `serve_question` against the Python decoder (in a fresh process that
-    never imports kerasbert), and the reloaded SavedModel, also through `kerasbert-predict`'s
-    library call, answers exactly as `reference_question_answers` with those settings."""
+    v2.0 flags, verifies `serve_question` of the SavedModel and of `model_text.tflite` against the
+    Python decoder (in a fresh process that never imports kerasbert), and the reloaded
+    SavedModel, also through `kerasbert-predict`'s library call (which runs and compares both
+    files), answers exactly as `reference_question_answers` with those settings."""
     import json
 
     from kerasbert.export.predictions import predict
@@ -225,16 +226,17 @@ def test_an_exported_finetune_folder_answers_with_its_recorded_settings(bert_qa,
                  "null_score_diff_threshold")}}
     (run_dir / "kerasbert_run.json").write_text(json.dumps(
         {"program": "kerasbert-finetune", "flags": flags, "model": {}}))
-    report = kerasbert.export.export(run_dir, tmp_path / "out", formats=("saved_model",),
+    report = kerasbert.export.export(run_dir, tmp_path / "out", formats=("saved_model", "tflite"),
                                      text_signatures=True, tokenizer=str(bert_qa[4]))
     assert {name: report["answer_settings"][name] for name in flags if name != "task"} == {
         name: value for name, value in flags.items() if name != "task"}
     assert report["answer_settings"]["version_2_with_negative"] is True
     assert report["max_seq_length"] == settings.max_seq_length
-    checks = [check for check in report["artifacts"]["saved_model"]["checks"]
-              if check.get("signature") == "serve_question"]
-    assert {check["output"] for check in checks} == set(question_answer_names(settings))
-    assert all(check["passed"] for check in checks), checks
+    for artifact in ("saved_model", "model_text.tflite"):  # the phone's file answers too
+        checks = [check for check in report["artifacts"][artifact]["checks"]
+                  if check.get("signature") == "serve_question"]
+        assert {check["output"] for check in checks} == set(question_answer_names(settings))
+        assert all(check["passed"] for check in checks), (artifact, checks)
 
     expected = reference_question_answers(model, tokenizer, settings, LONG_QUESTIONS,
                                           LONG_CONTEXTS)
@@ -249,6 +251,7 @@ def test_an_exported_finetune_folder_answers_with_its_recorded_settings(bert_qa,
     assert [answer["answer"].encode() for answer in answers] == expected["answer"].tolist()
     assert [answer["has_answer"] for answer in answers] == expected["has_answer"].tolist()
     assert [answer["start"] for answer in answers] == expected["start"].tolist()
+    assert {tuple(answer["runtimes"]) for answer in answers} == {("tflite", "saved_model")}
 
 
 # Contexts users meet: several doc-stride windows each at 48 tokens, accented Latin and CJK text

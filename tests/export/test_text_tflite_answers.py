@@ -1,12 +1,13 @@
 """`serve_question` and `serve_entities` inside `model_text.tflite`, run through ai-edge-litert's
 `InterpreterWithCustomOps` with tensorflow-text's kernels: the answers of the SavedModel's
-signatures and of the Python decoders (`reference_question_answers`, `reference_entities`)."""
+signatures and of the Python decoders (`reference_question_answers`, `reference_entities`). The
+export's verification of these signatures, and `kerasbert-predict` running them, are tested with
+the SavedModel's in test_question_answers.py and test_entity_answers.py."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import kerasbert
 from kerasbert.export.entity_answers import ENTITY_ANSWERS, entity_checks, reference_entities
 from kerasbert.export.question_answers import (_exceeds, _pair_extreme, _two_sum,
                                                question_answer_checks, question_answer_names,
@@ -61,14 +62,17 @@ def test_serve_question_answers_as_the_python_decoder_over_several_windows(bert_
     expected = reference_question_answers(model, tokenizer, settings, questions, contexts)
     assert sorted(produced) == sorted(question_answer_names(settings))
     assert_answers(produced, expected)
-    saved_model = question_function(model, tokenizer, settings)(tf.constant(questions),
-                                                                tf.constant(contexts))
+    serve_question = question_function(model, tokenizer, settings)
+    saved_model = serve_question(tf.constant(questions), tf.constant(contexts))
     assert_answers(produced, {name: value.numpy() for name, value in saved_model.items()})
+    assert serve_question(tf.constant(["Who?"]), tf.constant([""]))["answer"].numpy() == [b""]
     answered = sum(map(bool, produced["answer"]))
     assert (0 < answered < len(questions)) if version_2 else answered >= 3, produced
     empty = ask(flatbuffer, [], [])
     assert {name: value.shape for name, value in empty.items()} == {
         name: (0,) for name in question_answer_names(settings)}
+    no_context = ask(flatbuffer, ["Who?", ""], ["", ""])  # not one context token in the batch
+    assert no_context["answer"].tolist() == [b"", b""] and no_context["end"].tolist() == [0, 0]
 
 
 def test_serve_question_answers_hard_inputs_as_the_python_decoder(cjk_bert_qa):
@@ -124,22 +128,10 @@ def test_serve_entities_answers_as_the_python_decoder(ner):
     assert padding[-2].all() and (produced["word"][padding] == b"").all()
     assert (produced["start"][padding] == -1).all() and (produced["score"][padding] == 0).all()
     assert produced["start"].dtype == np.int32 and produced["score"].dtype == np.float32
+    nothing = run_text_tflite(flatbuffer, ["", " "], signature="serve_entities")
+    assert nothing["entity"].shape == (2, 0)
     # serve_text is still there, with the model's own outputs.
     assert sorted(run_text_tflite(flatbuffer, texts[:2])) == ["logits"]
-
-
-def test_the_export_verifies_serve_entities_in_model_text_tflite(ner, tmp_path):
-    report = kerasbert.export.export(ner["folder"], tmp_path / "out", formats=("tflite",),
-                                     max_seq_length=ner["settings"].max_seq_length,
-                                     text_signatures=True)
-    entry = report["artifacts"]["model_text.tflite"]
-    checks = [check for check in entry["checks"] if check.get("signature") == "serve_entities"]
-    assert {check["output"] for check in checks} == set(ENTITY_ANSWERS)
-    assert all(check["passed"] for check in checks) and entry["verified"], checks
-    produced = run_text_tflite(str(tmp_path / "out" / "model_text.tflite"), TEXTS,
-                               signature="serve_entities")
-    expected = reference_entities(ner["model"], ner["tokenizer"], ner["settings"], TEXTS)
-    assert all(check["passed"] for check in entity_checks(produced, expected, TOLERANCE))
 
 
 # Pairs of float32 sums that float32 rounds equal and float64 does not: (a, b, c, d) with
