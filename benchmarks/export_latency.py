@@ -87,7 +87,8 @@ batch to 128 (as before length buckets, `length_buckets=False`) and once buckete
 SavedModel's `serve_text` and the TFLite file's are timed interleaved on one corpus
 sentence of 21 word pieces (bucket 32), and each bucketed runtime's logits are compared
 with its fixed twin's on texts of several lengths, in one batch and alone. Target: >= 3x
-lower latency bucketed, for both.
+lower latency bucketed, for both. Then what bounds it, at 128 and at 32 tokens: the classifier
+alone on ids, only its 2-D kernels as matmuls (and their GFLOP/s), the tokenizer alone.
 
 Run from the repository root, on an otherwise idle machine:
 
@@ -534,6 +535,56 @@ def raw_text_latency(args, config):
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
     print_raw_text(args, config, latencies, differences, load_before)
+    print_floor(args, floor_profile(model, tokenizer, sentence, args))
+
+
+def floor_profile(model, tokenizer, sentence, args):
+    """`{part: (s at SEQ_LENGTH, s at the bucket)}`, medians of interleaved calls, batch 1:
+    the Keras classifier alone on ids (a `tf.function`, no XLA, as the SavedModel's graph runs),
+    only its 2-D kernels as matmuls (the weights every call reads, at the rows the call has),
+    and the tokenizer + packing alone. What bounds the raw-text speed-up."""
+    bucket = 32
+    packed = {name: value for name, value in tokenizer([sentence], max_length=SEQ_LENGTH).items()}
+    inputs = {length: {name: value[:, :length] for name, value in packed.items()}
+              for length in (SEQ_LENGTH, bucket)}
+    forward = tf.function(lambda batch: model(batch, training=False)["logits"])
+    kernels = [variable for variable in model.trainable_variables
+               if len(variable.shape) == 2 and "embedding" not in variable.path]
+    matmuls = tf.function(lambda rows: [tf.matmul(tf.ones([rows, kernel.shape[0]]), kernel)
+                                        for kernel in kernels])
+    tokenize = tf.function(lambda texts: tokenizer(texts, max_length=SEQ_LENGTH))
+    text = tf.constant([sentence])
+    parts = {"classifier on ids": lambda length: forward(inputs[length]),
+             "its 2-D kernels as matmuls": lambda length: matmuls(length),
+             "tokenizer + packing": lambda length: tokenize(text)}
+    profile = {}
+    for part, run in parts.items():
+        medians = []
+        for length in (SEQ_LENGTH, bucket):
+            for _ in range(args.warmup):
+                tf.nest.map_structure(np.asarray, run(length))
+            times = []
+            for _ in range(args.rounds * args.calls):
+                start = time.perf_counter()
+                tf.nest.map_structure(np.asarray, run(length))
+                times.append(time.perf_counter() - start)
+            medians.append(statistics.median(times))
+        profile[part] = tuple(medians)
+    flops = 2 * sum(int(np.prod(kernel.shape)) for kernel in kernels)
+    profile["kernel GFLOP/s"] = tuple(length * flops / profile["its 2-D kernels as matmuls"][index]
+                                      / 1e9 for index, length in enumerate((SEQ_LENGTH, bucket)))
+    return profile
+
+
+def print_floor(args, profile):
+    print()
+    print("What bounds it (same process, batch 1, median of "
+          f"{args.rounds * args.calls} calls after {args.warmup}):")
+    rows = [[part, f"{1000 * long:.1f}", f"{1000 * short:.1f}", f"{long / short:.2f}x"]
+            for part, (long, short) in profile.items() if part != "kernel GFLOP/s"]
+    rate = profile["kernel GFLOP/s"]
+    rows.append(["kernel GFLOP/s", f"{rate[0]:.0f}", f"{rate[1]:.0f}", f"{rate[0] / rate[1]:.2f}x"])
+    print(format_table(["part", f"{SEQ_LENGTH} ms", "32 ms", "ratio"], rows, args.markdown))
 
 
 def print_raw_text(args, config, latencies, differences, load_before):
