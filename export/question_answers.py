@@ -285,23 +285,11 @@ def reference_question_answers(model, tokenizer, settings, questions, contexts):
     >>> expected["answer"][0].decode() == context[start:end] != ""
     True
     """
-    from kerasbert.data.squad import SquadExample
     from kerasbert.data.squad_decoding import decode_squad
-    from kerasbert.data.squad_features import squad_dataset, squad_windows
 
     _check_settings(model, tokenizer, settings)
-    examples = [SquadExample(str(index), question, context)
-                for index, (question, context) in enumerate(zip(questions, contexts, strict=True))]
-    features = squad_windows(examples, tokenizer, max_seq_length=settings.max_seq_length,
-                             doc_stride=settings.doc_stride,
-                             max_query_length=settings.max_query_length)
-    start_logits = np.zeros([len(features), settings.max_seq_length], np.float32)
-    end_logits = np.zeros_like(start_logits)
-    for batch in squad_dataset(features, batch_size=32):
-        outputs = model({name: batch[name] for name in model.input}, training=False)
-        rows = batch["feature_index"].numpy()
-        start_logits[rows] = np.asarray(outputs["start_logits"], np.float32)
-        end_logits[rows] = np.asarray(outputs["end_logits"], np.float32)
+    examples, features, start_logits, end_logits = window_logits(model, tokenizer, settings,
+                                                                 questions, contexts)
     decoded = decode_squad(examples, features, start_logits, end_logits,
                            n_best_size=settings.n_best_size,
                            max_answer_length=settings.max_answer_length,
@@ -343,6 +331,28 @@ def reference_question_answers(model, tokenizer, settings, questions, contexts):
         HAS_ANSWER: np.array(columns[4], bool),
     }
     return {name: answers[name] for name in question_answer_names(settings)}
+
+
+def window_logits(model, tokenizer, settings, questions, contexts):
+    """`(examples, features, start_logits, end_logits)`: the SQuAD examples of `questions` and
+    `contexts`, their windows (`squad_windows`) and the Keras `model`'s float32 logits per
+    window, row i for feature i, as `reference_question_answers` decodes them."""
+    from kerasbert.data.squad import SquadExample
+    from kerasbert.data.squad_features import squad_dataset, squad_windows
+
+    examples = [SquadExample(str(index), question, context)
+                for index, (question, context) in enumerate(zip(questions, contexts, strict=True))]
+    features = squad_windows(examples, tokenizer, max_seq_length=settings.max_seq_length,
+                             doc_stride=settings.doc_stride,
+                             max_query_length=settings.max_query_length)
+    start_logits = np.zeros([len(features), settings.max_seq_length], np.float32)
+    end_logits = np.zeros_like(start_logits)
+    for batch in squad_dataset(features, batch_size=32):
+        outputs = model({name: batch[name] for name in model.input}, training=False)
+        rows = batch["feature_index"].numpy()
+        start_logits[rows] = np.asarray(outputs["start_logits"], np.float32)
+        end_logits[rows] = np.asarray(outputs["end_logits"], np.float32)
+    return examples, features, start_logits, end_logits
 
 
 def question_answer_checks(produced, expected, tolerance):

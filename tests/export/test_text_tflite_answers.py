@@ -89,21 +89,10 @@ def test_serve_question_answers_hard_inputs_as_the_python_decoder(cjk_bert_qa):
 
 def _null_odds(model, tokenizer, settings, questions, contexts):
     """Per question, best null score - best span score (float64, from the Python windows)."""
-    from kerasbert.export.question_answers import _best_span
-    from kerasbert.data.squad import SquadExample
-    from kerasbert.data.squad_features import squad_dataset, squad_windows
+    from kerasbert.export.question_answers import _best_span, window_logits
 
-    examples = [SquadExample(str(index), question, context) for index, (question, context) in
-                enumerate(zip(questions, contexts))]
-    features = squad_windows(examples, tokenizer, max_seq_length=settings.max_seq_length,
-                             doc_stride=settings.doc_stride,
-                             max_query_length=settings.max_query_length)
-    starts = np.zeros([len(features), settings.max_seq_length], np.float32)
-    ends = np.zeros_like(starts)
-    for batch in squad_dataset(features, batch_size=64):
-        outputs = model({name: batch[name] for name in model.input}, training=False)
-        starts[batch["feature_index"].numpy()] = outputs["start_logits"]
-        ends[batch["feature_index"].numpy()] = outputs["end_logits"]
+    examples, features, starts, ends = window_logits(model, tokenizer, settings, questions,
+                                                     contexts)
     odds = []
     for example in examples:
         windows = [feature for feature in features if feature.example_index == int(example.qas_id)]
