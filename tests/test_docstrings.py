@@ -20,7 +20,7 @@ MODULES = sorted(
 SLOW_MODULES = {
     "kerasbert.data.glue", "kerasbert.data.pretraining", "kerasbert.data.swag",
     "kerasbert.export.choice_answers", "kerasbert.export.entity_answers",
-    "kerasbert.export.exporter", "kerasbert.export.onnx_model",
+    "kerasbert.export.exporter", "kerasbert.export.onnx_fusions", "kerasbert.export.onnx_model",
     "kerasbert.export.onnx_runtime_variants", "kerasbert.export.question_answers",
     "kerasbert.export.saved_model", "kerasbert.export.text_tflite",
     "kerasbert.training.distillation.task"}
