@@ -131,7 +131,7 @@ import kerasbert.export  # noqa: E402
 from kerasbert.data import demo  # noqa: E402
 from kerasbert.export.signatures import serving_function  # noqa: E402
 
-from reporting import check_line, format_table, smoke_banner  # noqa: E402
+from reporting import check_line, cpu_flags, format_table, smoke_banner  # noqa: E402
 
 SEQ_LENGTH, NUM_LABELS, THREADS, SEED = 128, 2, 2, 0
 SCALED_MARGIN, CENTRED_MARGIN_STD = 4.0, 2.0
@@ -615,18 +615,6 @@ def print_raw_text(args, config, latencies, differences, load_before):
         print(check_line(f"{name} raw text, {TEXT_TOKENS} word pieces: >= {TEXT_SPEED_TARGET}x "
                          f"lower latency than padding to {SEQ_LENGTH}",
                          speed >= TEXT_SPEED_TARGET, f"{speed:.2f}x"))
-
-
-def cpu_flags():
-    """The SIMD flags of this CPU that matter here (from /proc/cpuinfo), or "unknown"."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as file:
-            flags = next(line for line in file if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return "unknown"
-    wanted = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "VNNI",
-              "avx512_bf16": "BF16", "amx_tile": "AMX"}
-    return " ".join(label for flag, label in wanted.items() if flag in flags) or "none of AVX2+"
 
 
 def main():

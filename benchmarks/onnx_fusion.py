@@ -42,9 +42,9 @@ from kerasbert.export.onnx_runtime_variants import (  # noqa: E402
     fused_candidate, quantize_dynamic_int8)
 
 from export_latency import (  # noqa: E402
-    SMOKE_SHAPE, SMOKE_TIMING, THREADS, cpu_flags, hf_config, interleaved_latency,
+    SMOKE_SHAPE, SMOKE_TIMING, THREADS, hf_config, interleaved_latency,
     onnx_runtime, pytorch_runtime)
-from reporting import check_line, format_table, smoke_banner  # noqa: E402
+from reporting import check_line, cpu_flags, format_table, smoke_banner  # noqa: E402
 
 SEQ_LENGTH, NUM_LABELS, SEED, AGREEMENT_BATCHES = 128, 2, 0, 8
 FILES = {"ONNX Runtime unfused float32": "unfused.onnx",

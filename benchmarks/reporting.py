@@ -1,5 +1,5 @@
 """Printing shared by the benchmark scripts: aligned or Markdown tables, target PASS/MISS lines,
-and what their `--smoke` runs share; and the median time of a call."""
+what their `--smoke` runs share and the CPU's SIMD flags; and the median time of a call."""
 
 import statistics
 import time
@@ -42,3 +42,15 @@ SMOKE_SHAPE = {"num_layers": 2, "hidden_size": 32, "num_heads": 2, "intermediate
 def smoke_banner():
     """The first line a `--smoke` run prints."""
     return "SMOKE RUN (--smoke): tiny model and data; its figures are not a measurement."
+
+
+def cpu_flags():
+    """The SIMD flags of this CPU that matter here (from /proc/cpuinfo), or "unknown"."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as file:
+            flags = next(line for line in file if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return "unknown"
+    wanted = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_vnni": "VNNI",
+              "avx512_bf16": "BF16", "amx_tile": "AMX"}
+    return " ".join(label for flag, label in wanted.items() if flag in flags) or "none of AVX2+"
