@@ -49,7 +49,10 @@ def _head_weights(model):
 
 def arms(pretrained_file, seed):
     """{"pretrained", "from_scratch"}: the two classifiers before fine-tuning, with one
-    classifier head (the from-scratch model's initial one, made under `seed`)."""
+    classifier head (the from-scratch model's initial one, made under `seed`). The seed is also
+    set before loading: a loaded model's dropout seed states are drawn then, not read from the
+    file, so they would otherwise depend on what ran before in the process."""
+    keras.utils.set_random_seed(seed)
     pretrained = keras.saving.load_model(pretrained_file)
     keras.utils.set_random_seed(seed)
     from_scratch = kerasbert.models.build_task_model(
@@ -96,7 +99,7 @@ def _kept_scores(arguments, seed, learning_rate, splits, name):
     """`scores(run(...))`, kept in `--results_dir` (a later call with the same settings reads
     it back)."""
     settings = {"learning_rate": learning_rate, "splits": list(splits),
-                "train_examples": TRAIN_EXAMPLES, "epochs": EPOCHS,
+                "train_examples": TRAIN_EXAMPLES, "epochs": EPOCHS, **gloss.BATCHING,
                 "tiny_bert": str(arguments.tiny_bert),
                 "tiny_bert_bytes": os.path.getsize(arguments.tiny_bert)}
     return gloss.kept(
