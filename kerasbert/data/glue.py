@@ -152,7 +152,8 @@ def glue_dataset(task, path, tokenizer, max_seq_length=128, batch_size=32, shuff
 
 
 def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=32, shuffle=False,
-                     seed=0, *, drop_remainder=False, epochs=1, length_buckets=True):
+                     seed=0, *, drop_remainder=False, epochs=1, length_buckets=True,
+                     window_batches=buckets.WINDOW_BATCHES):
     """Batches of `examples` (`GlueExample`s of `task`) per the fine-tuning batch contract.
 
     Each batch is a dict of int32 `token_ids`, `segment_ids`, `padding_mask` `[batch, length]`
@@ -165,7 +166,10 @@ def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=3
 
     `length_buckets` (the default): `length` is the smallest of
     `length_buckets.bucket_lengths(max_seq_length)` that holds the batch's longest example;
-    the batches hold the same examples as without it (`kerasbert.data.length_buckets`).
+    evaluation batches (no `shuffle`) hold the same examples as without it; training batches
+    group examples of similar length within windows of `window_batches` batches, each batch
+    keeping its window's label proportions (`kerasbert.data.length_buckets`; 1: each batch holds
+    the examples fixed padding gives it).
     Without `length_buckets`, `length` is `max_seq_length`.
 
     >>> import kerasbert.data.demo, kerasbert.zoo
@@ -188,7 +192,7 @@ def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=3
         columns["labels"] = example_labels(task, examples)
     if length_buckets:
         make_pass = _bucketed_pass(columns, tokenizer, max_seq_length, batch_size, shuffle,
-                                   seed, drop_remainder)
+                                   seed, drop_remainder, window_batches)
     else:
         make_pass = batches_of(columns, batch_size, drop_remainder)
     dataset = example_passes(len(examples), make_pass, shuffle=shuffle, seed=seed,
@@ -209,13 +213,18 @@ def examples_dataset(task, examples, tokenizer, max_seq_length=128, batch_size=3
                        deterministic=True).prefetch(tf.data.AUTOTUNE)
 
 
-def _bucketed_pass(columns, tokenizer, max_seq_length, batch_size, shuffle, seed, drop_remainder):
+def _bucketed_pass(columns, tokenizer, max_seq_length, batch_size, shuffle, seed, drop_remainder,
+                   window_batches):
     """A `make_pass` of batches of `columns` (`length_buckets.length_grouped` over their packed
-    lengths)."""
+    lengths, stratified by label id, or by score quintile for regression)."""
     lengths = buckets.packed_lengths(tokenizer, columns["text_a"], columns.get("text_b"),
                                      max_seq_length, truncation="longest_first")
-    grouped = buckets.length_grouped(lengths, batch_size, shuffle=shuffle, seed=seed,
-                                     drop_remainder=drop_remainder)
+    labels = columns.get("labels")
+    strata = (None if labels is None else buckets.score_strata(labels)
+              if labels.dtype.kind == "f" else labels)
+    grouped = buckets.length_grouped(lengths, batch_size, strata=strata, shuffle=shuffle,
+                                     seed=seed, drop_remainder=drop_remainder,
+                                     window_batches=window_batches)
     rows = rows_of(columns)
     count = len(lengths)
     batch_count = count // batch_size if drop_remainder else -(-count // batch_size)

@@ -15,6 +15,7 @@ import numpy as np
 import kerasbert.data.demo
 from kerasbert.data.glue import (example_labels, examples_dataset, glue_examples,
                                  predictions_from_logits)
+from kerasbert.data.length_buckets import WINDOW_BATCHES
 from kerasbert.training import create_optimizer
 from tests.helpers import STEPS_PER_EXECUTION, demo_wordpiece_tokenizer
 from tests.pretrain_tiny_bert import pretrained_file
@@ -22,6 +23,10 @@ from tests.pretrain_tiny_bert import pretrained_file
 TASK = "wordnet_gloss"
 MAX_LENGTH, BATCH = 32, 32
 EVAL_SPLITS = ("dev", "test")
+# What the kept results (`kept`) also depend on: how `train` batches, and the dropout seeds of
+# a loaded model set by the seed (`finetuning.arms`; before 2026-12-01 they were not).
+BATCHING = {"window_batches": WINDOW_BATCHES, "strata": "label ids",
+            "loaded_dropout_seeds": "seeded"}
 DEFAULT_TINY_BERT = Path(tempfile.gettempdir()) / "kerasbert_proofs" / "pretrained_tiny_bert.keras"
 
 
@@ -36,18 +41,21 @@ def labels():
 
 
 def train(model, examples, epochs, learning_rate, tokenizer, seed, length_buckets=True,
-          dropout_seed=None):
+          dropout_seed=None, window_batches=WINDOW_BATCHES):
     """`epochs` passes over `examples` in shuffled batches of `BATCH` examples (remainder
-    dropped), each padded to its length bucket (`length_buckets=False`: to `MAX_LENGTH`
-    tokens), AdamW at `learning_rate` with 10% warm-up and linear decay; the shuffle is
-    `seed`, and so is the global seed (the dropout draws) unless `dropout_seed` is given."""
+    dropped), grouped by length within label-stratified windows of `window_batches` batches and
+    each padded to its length bucket (`length_buckets=False`: the pass's order, padded to
+    `MAX_LENGTH` tokens), AdamW at `learning_rate` with 10% warm-up and linear decay; the
+    shuffle is `seed`, and so is the global seed (the dropout draws) unless `dropout_seed` is
+    given."""
     steps = epochs * (len(examples) // BATCH)
     keras.utils.set_random_seed(seed if dropout_seed is None else dropout_seed)
     model.compile(optimizer=create_optimizer("adamw", learning_rate, num_train_steps=steps,
                                              num_warmup_steps=steps // 10),
                   steps_per_execution=STEPS_PER_EXECUTION)
     model.fit(examples_dataset(TASK, examples, tokenizer, MAX_LENGTH, BATCH, shuffle=True,
-                               seed=seed, drop_remainder=True, length_buckets=length_buckets),
+                               seed=seed, drop_remainder=True, length_buckets=length_buckets,
+                               window_batches=window_batches),
               epochs=epochs, verbose=0)
 
 
