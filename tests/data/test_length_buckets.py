@@ -204,6 +204,22 @@ def test_score_strata_are_quantile_bins():
         assert scores[strata == low].max() < scores[strata == high].min()
 
 
+def test_regression_batches_mix_score_quintiles(tokenizer):
+    """STS-B-like pairs whose score rises with length: grouped by length within score quintiles,
+    every training batch of 8 still holds all five quintiles, and each pass every pair."""
+    examples = [glue.GlueExample(str(number), " ".join(["file"] * (1 + number // 4)), "a list",
+                                 f"{number / 16:.3f}", number + 2) for number in range(80)]
+    batches = list(glue.examples_dataset("stsb", examples, tokenizer, MAX_SEQ_LENGTH,
+                                         batch_size=8, shuffle=True, seed=1, epochs=2))
+    assert len(batches) == 20
+    for number in range(2):
+        indices = sum(index_batches(batches[10 * number:10 * number + 10]), [])
+        assert sorted(indices) == list(range(80))
+    for batch in batches:
+        assert sorted(set(length_buckets.score_strata(
+            np.arange(80) / 16)[batch["example_index"].numpy()])) == [0, 1, 2, 3, 4]
+
+
 def test_training_batches_are_narrower_than_consecutive_ones(examples, tokenizer):
     """Grouped by length within their labels, some training batches fit in a shorter bucket;
     consecutive batches of 32 all hold a gloss longer than 32 word pieces (measured: 544
