@@ -324,13 +324,14 @@ def test_cli_distils_into_a_student_of_teacher_layers(workspace, distilled):
     assert isinstance(student, kerasbert.models.TaskModel)
     assert student.encoder.config == teacher.encoder.config.replace(num_layers=1)
     assert student.id2label == teacher.id2label
-    # 24 steps at up to 1e-3 from the teacher's weights stay within 0.01 of them; two random
-    # initialisations are ~0.1 apart.
+    # 24 steps at up to 1e-3 from the teacher's weights stay within 0.02 of them (Adam moves a
+    # weight by about the learning rate per step at most; measured 0.0101 with length-grouped
+    # batches, under 0.01 before); two random initialisations are ~0.1 apart.
     for name in ("embeddings", "transformer_layer_0", "classifier"):
         for ours, theirs in zip(student.get_layer(name).weights,
                                 teacher.get_layer(name if name != "transformer_layer_0" else
                                                   "transformer_layer_1").weights):
-            assert np.max(np.abs(ours.numpy() - theirs.numpy())) < 0.01, ours.path
+            assert np.max(np.abs(ours.numpy() - theirs.numpy())) < 0.02, ours.path
     assert digest(workspace / "teacher_run" / "model.keras") == before
 
 
