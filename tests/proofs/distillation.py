@@ -165,7 +165,7 @@ def _settings(recipes, splits, tiny_bert):
     """What a kept result depends on (`gloss.kept`)."""
     return {"recipes": [dataclasses.asdict(recipe) for recipe in recipes], "splits": list(splits),
             "examples": [TEACHER_EXAMPLES, STUDENT_EXAMPLES], "student_epochs": STUDENT_EPOCHS,
-            "learning_rate": LEARNING_RATE, "tiny_bert": str(tiny_bert), **gloss.BATCHING,
+            "learning_rate": LEARNING_RATE, "tiny_bert": str(tiny_bert), **gloss.RUN_SETTINGS,
             "tiny_bert_bytes": os.path.getsize(tiny_bert)}
 
 

@@ -99,7 +99,7 @@ def _kept_scores(arguments, seed, learning_rate, splits, name):
     """`scores(run(...))`, kept in `--results_dir` (a later call with the same settings reads
     it back)."""
     settings = {"learning_rate": learning_rate, "splits": list(splits),
-                "train_examples": TRAIN_EXAMPLES, "epochs": EPOCHS, **gloss.BATCHING,
+                "train_examples": TRAIN_EXAMPLES, "epochs": EPOCHS, **gloss.RUN_SETTINGS,
                 "tiny_bert": str(arguments.tiny_bert),
                 "tiny_bert_bytes": os.path.getsize(arguments.tiny_bert)}
     return gloss.kept(

@@ -25,8 +25,8 @@ MAX_LENGTH, BATCH = 32, 32
 EVAL_SPLITS = ("dev", "test")
 # What the kept results (`kept`) also depend on: how `train` batches, and the dropout seeds of
 # a loaded model set by the seed (`finetuning.arms`; before 2026-12-01 they were not).
-BATCHING = {"window_batches": WINDOW_BATCHES, "strata": "label ids",
-            "loaded_dropout_seeds": "seeded"}
+RUN_SETTINGS = {"window_batches": WINDOW_BATCHES, "strata": "label ids",
+                "loaded_dropout_seeds": "seeded"}
 DEFAULT_TINY_BERT = Path(tempfile.gettempdir()) / "kerasbert_proofs" / "pretrained_tiny_bert.keras"
 
 

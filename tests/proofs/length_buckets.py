@@ -68,7 +68,7 @@ def run_windows(tokenizer, pretrained_file, seed, windows=WINDOWS):
 
 def _kept(arguments, seed, name, compute, **more_settings):
     settings = {"learning_rate": LEARNING_RATE, "train_examples": TRAIN_EXAMPLES,
-                "epochs": EPOCHS, "tiny_bert": str(arguments.tiny_bert), **gloss.BATCHING,
+                "epochs": EPOCHS, "tiny_bert": str(arguments.tiny_bert), **gloss.RUN_SETTINGS,
                 **more_settings}
     result, degenerate = gloss.kept(
         arguments.results_dir / f"{name}-seed{seed}.json", settings,
