@@ -40,8 +40,12 @@ def test_every_code_point_between_two_letters(lowercase):
     exact = _exact(tokenizer, texts)
     differing = [chr(code) for code, ours, theirs in zip(code_points, fast, exact)
                  if ours != theirs]
-    assert {unicodedata.category(character) for character in differing} <= {"Cn"}
-    assert len(differing) < 50
+    # Named in the message: this test once failed in CI at punctuation (not reproduced since).
+    shown = [(f"U+{ord(character):04X}", unicodedata.category(character),
+              fast[code_points.index(ord(character))], exact[code_points.index(ord(character))])
+             for character in differing[:20]]
+    assert {unicodedata.category(character) for character in differing} <= {"Cn"}, shown
+    assert len(differing) < 50, shown
     print(f"{len(differing)} code points split differently: "
           f"{[f'U+{ord(character):04X}' for character in differing]}")
 
