@@ -94,7 +94,7 @@ import transformers  # noqa: E402
 import kerasbert  # noqa: E402
 from kerasbert.bfloat16 import cpu_bfloat16_flags  # noqa: E402
 
-from keras_timing import fit_throughput  # noqa: E402
+from keras_timing import fit_throughput, free_keras_models  # noqa: E402
 from reporting import check_line, format_table, smoke_banner  # noqa: E402
 
 TASKS = ("classification", "qa")
@@ -241,8 +241,7 @@ def run_keras(name, build, batch, warmup, steps):
     result = fit_throughput(model, batch, warmup, steps)
     params = model.count_params()
     del model
-    keras.backend.clear_session()
-    gc.collect()
+    free_keras_models()
     return (*result, params)
 
 
@@ -279,8 +278,7 @@ def inference_seconds(config, batch, calls, jit_compile="auto"):
         np.asarray(infer(inputs)["logits"])
         seconds.append(time.perf_counter() - start)
     del model, infer
-    keras.backend.clear_session()
-    gc.collect()
+    free_keras_models()
     return statistics.median(seconds)
 
 

@@ -1,5 +1,6 @@
 """Timing Keras `fit` steps, shared by the training benchmarks."""
 
+import gc
 import statistics
 import time
 
@@ -32,3 +33,13 @@ def fit_throughput(model, batch, warmup, steps):
     model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False,
               callbacks=[clock])
     return warmup_seconds, statistics.median(clock.seconds)
+
+
+def free_keras_models():
+    """Free the models built so far (`keras.backend.clear_session()` and garbage collection),
+    keeping the global dtype policy: `clear_session` also resets it to float32, so without this
+    every model built after the first one of a `mixed_bfloat16` measurement would be float32."""
+    policy = keras.config.dtype_policy()
+    keras.backend.clear_session()
+    keras.config.set_dtype_policy(policy)
+    gc.collect()

@@ -71,7 +71,6 @@ Run from the repository root:
 """
 
 import argparse
-import gc
 import os
 import sys
 import time
@@ -87,7 +86,7 @@ import tensorflow as tf  # noqa: E402
 import kerasbert  # noqa: E402
 from kerasbert.bfloat16 import cpu_bfloat16_flags  # noqa: E402
 
-from keras_timing import fit_throughput  # noqa: E402
+from keras_timing import fit_throughput, free_keras_models  # noqa: E402
 from reporting import check_line, format_table, smoke_banner  # noqa: E402
 
 SEQ_LENGTH, PREDICTIONS = 128, 20
@@ -168,8 +167,7 @@ def run(name, build, batch, warmup, steps):
     params = model.count_params()
     result = (*fit_throughput(model, batch, warmup, steps), params)
     del model
-    keras.backend.clear_session()
-    gc.collect()
+    free_keras_models()
     return result
 
 
