@@ -2,6 +2,7 @@
 
 from kerasbert.layers.activations import gelu_exact, gelu_tanh, get_activation
 from kerasbert.layers.choices import FoldChoices, UnfoldChoiceLogits
+from kerasbert.layers.dropout import Dropout
 from kerasbert.layers.attention import MultiHeadSelfAttention, padding_mask_to_attention_bias
 from kerasbert.layers.embeddings import Embeddings
 from kerasbert.layers.heads import MaskedLMHead, ReplacedTokenHead
@@ -11,6 +12,7 @@ from kerasbert.layers.sentence_pooling import SentencePooling
 from kerasbert.layers.transformer import TransformerLayer
 
 __all__ = [
+    "Dropout",
     "Embeddings",
     "FoldChoices",
     "MaskedLMHead",

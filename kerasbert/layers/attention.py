@@ -7,6 +7,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers.chunked_attention import query_chunked_attention
+from kerasbert.layers.dropout import Dropout
 from kerasbert.layers.local_attention import local_attention, sees_a_token, window_bias
 from kerasbert.layers.rotary import rotary_frequencies, rotate
 
@@ -81,7 +82,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             self.query, self.key, self.value = dense("query"), dense("key"), dense("value")
             self.projections = (self.query, self.key, self.value)
         self.output_dense = dense("output")
-        self.probs_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.probs_dropout = Dropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, inputs_shape, padding_mask_shape=None):
         for layer in self.projections:

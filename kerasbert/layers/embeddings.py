@@ -5,6 +5,8 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from kerasbert.layers.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="kerasbert")
 class Embeddings(keras.layers.Layer):
@@ -106,7 +108,7 @@ class Embeddings(keras.layers.Layer):
             self.layer_norm = keras.layers.LayerNormalization(
                 epsilon=layer_norm_epsilon, center=use_bias, dtype=self.dtype_policy,
                 name="layer_norm")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy, name="dropout")
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy, name="dropout")
         self.projection = None
         if projection_size is not None:
             self.projection = keras.layers.Dense(

@@ -4,6 +4,7 @@ import keras
 
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.attention import MultiHeadSelfAttention
+from kerasbert.layers.dropout import Dropout
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -86,7 +87,7 @@ class TransformerLayer(keras.layers.Layer):
             fused_projection=fused_projection, rotary_theta=rotary_theta,
             local_window=local_window, query_chunk_size=query_chunk_size, dtype=policy,
             name="attention")
-        self.attention_output_dropout = keras.layers.Dropout(
+        self.attention_output_dropout = Dropout(
             dropout if dropout_after_attention else 0.0, dtype=policy,
             name="attention_output_dropout")
         self.attention_layer_norm = None
@@ -100,7 +101,7 @@ class TransformerLayer(keras.layers.Layer):
         self.output_dense = keras.layers.Dense(
             hidden_size, use_bias=use_bias, kernel_initializer=initializer, dtype=policy,
             name="output")
-        self.output_dropout = keras.layers.Dropout(dropout, dtype=policy, name="output_dropout")
+        self.output_dropout = Dropout(dropout, dtype=policy, name="output_dropout")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, center=use_bias, dtype=policy, name="output_layer_norm")
 

@@ -4,6 +4,7 @@ replaced-token-detection heads, as one functional Keras model."""
 import keras
 
 from kerasbert import families
+from kerasbert.layers.dropout import Dropout
 from kerasbert.layers.heads import MaskedLMHead, ReplacedTokenHead
 from kerasbert.models.batch_dicts import BatchDictTraining, restore_compile
 from kerasbert.models.encoder import INPUT_NAMES, Encoder, build_encoder
@@ -81,7 +82,7 @@ class PretrainingModel(BatchDictTraining, keras.Model):
         if "rtd" in heads:
             layers["rtd"] = ReplacedTokenHead(config.hidden_size, config.hidden_activation,
                                               config.initializer_range, name="rtd_head")
-        dropout = keras.layers.Dropout(config.dropout, name="pooled_dropout")
+        dropout = Dropout(config.dropout, name="pooled_dropout")
 
         # === Functional graph ===
         inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}

@@ -8,6 +8,7 @@ from kerasbert import families
 from kerasbert.config import EncoderConfig
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.choices import FoldChoices, UnfoldChoiceLogits
+from kerasbert.layers.dropout import Dropout
 from kerasbert.layers.sentence_pooling import SentencePooling
 from kerasbert.models.batch_dicts import BatchDictTraining, restore_compile
 from kerasbert.models.embedding import TextEmbeddingModel
@@ -136,7 +137,7 @@ class TaskModel(BatchDictTraining, keras.Model):
         initializer = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
         # === Layers ===
-        head_dropout = keras.layers.Dropout(dropout, dtype=policy, name="head_dropout")
+        head_dropout = Dropout(dropout, dtype=policy, name="head_dropout")
         transform = head_transform(config, policy)
         inner = None
         if summary is not None and summary.inner_activation:
