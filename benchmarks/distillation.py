@@ -1,7 +1,7 @@
 """Distilled students vs their teacher: latency and size of the exported TFLite and ONNX files.
 
 Builds, in one process on CPU, three sentence classifiers (`sequence_classification`, 2
-labels, random weights, `keras.utils.set_random_seed(SEED)`):
+labels, random initial weights, `keras.utils.set_random_seed(SEED)`):
 
 - the teacher: kerasbert preset `--teacher` (default "bert_base_uncased": 12 layers, hidden
   768, 110M parameters);
@@ -12,16 +12,21 @@ labels, random weights, `keras.utils.set_random_seed(SEED)`):
   initialized from teacher layers (0, 2, 4, 7, 9, 11), its pooler and classifier.
 
 `--num_layers` shrinks the teacher for a smoke run; both students then get half of it (the
-DistilBERT preset too, `--student_layers` to choose). Each model is saved as `.keras` and
-exported by `kerasbert-export` (`kerasbert.export.export` behind the binary users run), in
-child processes so that their memory is given back: TFLite (`--quantize`, default float32 and
-dynamic int8) in one call, ONNX in another (export_latency.py found tf2onnx's conversion of
-BERT-base alone peaking at ~16.5 GB).
+DistilBERT preset too, `--student_layers` to choose). Export judges quantized files by their
+decisions on real text, where a random-weight classifier's decisions can flip under
+quantization (a 1-layer random-weight student agreed on 98.8%, below export's 99%). So each
+model is first fitted `--fit_steps` Adam steps (batch 8, 64 tokens) on the shipped WordNet
+glosses (`kerasbert.data.demo`), labelled noun (70% of them) or not, tokenized by the shipped
+WordPiece vocabulary (the teacher first, then the student made from it): that moves the
+decisions away from ties and does not change the work a call does. Each model is saved as `.keras`
+and exported by `kerasbert-export` (`kerasbert.export.export` behind the binary users run) with
+that vocabulary as `--tokenizer`, in child processes so that their memory is given back:
+TFLite (`--quantize`, default float32 and dynamic int8) in one call, ONNX in another
+(export_latency.py found tf2onnx's conversion of BERT-base alone peaking at ~16.5 GB).
 Verification stays on as users get it (every artifact reloaded in fresh processes and compared
-with Keras: float32 files within 1e-4 relative, dynamic int8 at >= 99% argmax agreement); only
-its agreement set is shortened to `--agreement_texts` lines of the shipped corpus's held-out
-shard, as `--calibration_data`. The models have no tokenizer, so the export checks them on
-random ids in the packed layout.
+with Keras: float32 files within 1e-4 relative, quantized ones at >= 99% argmax agreement on
+`--agreement_texts` lines of the shipped corpus's held-out shard, given as
+`--calibration_data`; at least 200 when a quantized file is made, the export's own minimum).
 
 Then, in this process, every artifact runs: TFLite through `ai_edge_litert`'s interpreter
 (`num_threads=2`, signature `serving_default`), ONNX through ONNX Runtime (CPU provider,
@@ -40,19 +45,20 @@ one-line error is printed above), never on a missed figure.
 
 Run from the repository root, on an otherwise idle machine:
 
-    python benchmarks/distillation.py                    # BERT-base: ~25 min on 2 busy cores
+    python benchmarks/distillation.py                    # BERT-base: 11-26 min on 2 cores
     python benchmarks/distillation.py --num_layers 2 --rounds 2 --calls 3   # a short run
     python benchmarks/distillation.py --batch_size 8 --seq_length 256 --quantize none
     python benchmarks/distillation.py --smoke            # 2 layers, hidden 32: runs?
 
 `--smoke` shrinks the teacher and DistilBERT to 2 layers of hidden size 32 (students: 1 layer),
-exports each model once (float32 TFLite only, no ONNX), checks on 10 texts and times 1 call per
-runtime at batch 1 x 32.
+exports each model once (float32 and dynamic-int8 TFLite, no ONNX; judged on 200 texts) and
+times 1 call per runtime at batch 1 x 32.
 """
 
 import argparse
 import datetime
 import gc
+import gzip
 import json
 import os
 import platform
@@ -72,7 +78,8 @@ import tensorflow as tf  # noqa: E402
 
 import kerasbert  # noqa: E402
 import kerasbert.export  # noqa: E402
-from kerasbert.export.cases import read_texts  # noqa: E402
+from kerasbert.data import demo  # noqa: E402
+from kerasbert.export.cases import MIN_JUDGING_INPUTS, read_texts  # noqa: E402
 from kerasbert.training.distillation import student_task_model  # noqa: E402
 
 from export_latency import (ONNX, THREADS, TFLITE_FILES, TFLITE_ROWS,  # noqa: E402
@@ -82,11 +89,36 @@ from reporting import SMOKE_HELP, SMOKE_SHAPE, check_line, format_table, smoke_b
 
 SEED, NUM_LABELS, TASK = 0, 2, "sequence_classification"
 ONNX_FILE = "model.onnx"
-# TFLite variants that need no tokenizer (full-integer int8 calibrates on text).
+# The TFLite variants timed here (full-integer int8, which calibrates on texts of its own
+# besides the judged ones, is export_latency.py's).
 QUANTIZE_CHOICES = ("none", "float16", "dynamic_int8")
 # Sanh et al., 2019 (DistilBERT): "40% smaller" and "60% faster" than BERT-base.
 PUBLISHED_SPEED_UP, PUBLISHED_SIZE = 1.6, 0.6
 TEACHER, DISTILBERT, STUDENT = "teacher", "DistilBERT", "student"
+# The fitting that gives the random-weight classifiers decisions export can judge.
+FIT_BATCH, FIT_LENGTH, FIT_LEARNING_RATE = 8, 64, 1e-4
+
+
+def noun_gloss_batches(steps):
+    """`steps` batches of the shipped WordNet glosses' train split in file order, tokenized by
+    the shipped WordPiece vocabulary: (encoder inputs, 1 for a noun's gloss else 0)."""
+    tokenizer = kerasbert.tokenizers.from_hf(demo.vocabulary_dir("wordpiece"))
+    count = steps * FIT_BATCH
+    with gzip.open(demo.classification_files()["train"], "rt", encoding="utf-8") as file:
+        next(file)  # the header line
+        rows = [line.rstrip("\n").split("\t", 1) for _, line in zip(range(count), file)]
+    labels = np.array([label.startswith("noun.") for label, _ in rows], np.int32)
+    inputs = {name: tensor.numpy() for name, tensor in tokenizer(
+        [text for _, text in rows], max_length=FIT_LENGTH).items()}
+    return inputs, labels
+
+
+def fit_decisions(model, batches):
+    """Fit `model` one Adam step per batch of `batches` (from `noun_gloss_batches`)."""
+    inputs, labels = batches
+    model.compile(optimizer=keras.optimizers.Adam(FIT_LEARNING_RATE),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(inputs, labels, batch_size=FIT_BATCH, epochs=1, shuffle=False, verbose=0)
 
 
 def build_models(args, work_dir):
@@ -98,14 +130,20 @@ def build_models(args, work_dir):
     teacher_config = kerasbert.zoo.get_config(args.teacher, **shape, **(
         {"num_layers": args.num_layers} if args.num_layers else {}))
     student_layers = args.student_layers or max(1, teacher_config.num_layers // 2)
+    batches = noun_gloss_batches(args.fit_steps)
+    print(f"Fitting each model {args.fit_steps} steps ...", file=sys.stderr, flush=True)
     teacher = kerasbert.models.build_task_model(teacher_config, TASK, num_labels=NUM_LABELS)
+    fit_decisions(teacher, batches)
+    distilbert = kerasbert.models.build_task_model(
+        kerasbert.zoo.get_config(args.distilbert, num_layers=student_layers, **shape), TASK,
+        num_labels=NUM_LABELS)
+    fit_decisions(distilbert, batches)
+    student = student_task_model(teacher, num_layers=student_layers)
+    fit_decisions(student, batches)
     models = {
         TEACHER: (teacher, f"{args.teacher}, {teacher_config.num_layers} layers"),
-        DISTILBERT: (kerasbert.models.build_task_model(
-            kerasbert.zoo.get_config(args.distilbert, num_layers=student_layers, **shape), TASK,
-            num_labels=NUM_LABELS), f"{args.distilbert}, {student_layers} layers"),
-        STUDENT: (student_task_model(teacher, num_layers=student_layers),
-                  f"{args.teacher}, {student_layers} layers (student_task_model)"),
+        DISTILBERT: (distilbert, f"{args.distilbert}, {student_layers} layers"),
+        STUDENT: (student, f"{args.teacher}, {student_layers} layers (student_task_model)"),
     }
     facts = {}
     for role, (model, description) in models.items():
@@ -118,7 +156,7 @@ def build_models(args, work_dir):
                        "vocab_size": encoder.config.vocab_size,
                        "parameters": model.count_params(),
                        "encoder_parameters": encoder.count_params()}
-    del models, teacher, model, encoder
+    del models, teacher, distilbert, student, model, encoder
     keras.backend.clear_session()
     gc.collect()
     return facts
@@ -130,7 +168,8 @@ def export_in_child(model_path, output_dir, formats, quantize, seq_length, calib
     command = [sys.executable, "-m", "kerasbert.cli.export", f"--model={model_path}",
                f"--output_dir={output_dir}", f"--formats={','.join(formats)}",
                f"--quantize={','.join(quantize)}", f"--max_seq_length={seq_length}",
-               f"--calibration_data={calibration_file}"]
+               f"--calibration_data={calibration_file}",
+               f"--tokenizer={demo.vocabulary_dir('wordpiece')}"]
     start = time.perf_counter()
     completed = subprocess.run(command, stdout=sys.stderr)
     seconds = time.perf_counter() - start
@@ -208,7 +247,8 @@ def print_results(facts, args, latencies, load_before):
     rows_order = list(teacher["artifacts"])
     versions = teacher["report"]["versions"]
     print(f"Distilled students vs teacher: exported sequence classifiers ({NUM_LABELS} labels, "
-          f"random weights, seed {SEED}), batch {args.batch_size}, seq {args.seq_length}.")
+          f"random initial weights, seed {SEED}, fitted {args.fit_steps} steps), "
+          f"batch {args.batch_size}, seq {args.seq_length}.")
     print(f"{datetime.date.today().isoformat()}, {platform.platform()}, "
           f"{platform.processor() or platform.machine()}, os.cpu_count() = {os.cpu_count()}; "
           f"python {platform.python_version()}.")
@@ -283,9 +323,11 @@ def main():
     parser.add_argument("--batch_size", type=int, default=1, help="batch of the timed calls")
     parser.add_argument("--seq_length", type=int, default=128,
                         help="sequence length of the timed calls (and of the export's checks)")
-    parser.add_argument("--agreement_texts", type=int, default=32,
-                        help="corpus lines the export checks its artifacts on (at least 10; "
-                             "export's own default is 256)")
+    parser.add_argument("--agreement_texts", type=int, default=256,
+                        help="corpus lines quantized files are judged on (at least "
+                             f"{MIN_JUDGING_INPUTS} with a quantized file, else 10)")
+    parser.add_argument("--fit_steps", type=int, default=30,
+                        help="Adam steps that give each model its decisions (module docstring)")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds")
     parser.add_argument("--calls", type=int, default=10, help="timed calls per runtime per round")
     parser.add_argument("--warmup", type=int, default=3, help="untimed calls per runtime first")
@@ -299,11 +341,14 @@ def main():
     args.export_calls = (("tflite",), ("onnx",))
     if args.smoke:
         print(smoke_banner())
-        args.num_layers, args.student_layers, args.quantize = SMOKE_SHAPE["num_layers"], 1, ["none"]
-        args.seq_length, args.agreement_texts, args.export_calls = 32, 10, (("tflite",),)
+        args.num_layers, args.student_layers = SMOKE_SHAPE["num_layers"], 1
+        args.quantize = ["none", "dynamic_int8"]
+        args.seq_length, args.agreement_texts = 32, MIN_JUDGING_INPUTS
+        args.export_calls = (("tflite",),)
         args.warmup, args.rounds, args.calls = 1, 1, 1
-    if min(args.rounds, args.calls, args.warmup, args.batch_size) < 1:
-        parser.error("--rounds, --calls, --warmup and --batch_size must be at least 1")
+    if min(args.rounds, args.calls, args.warmup, args.batch_size, args.fit_steps) < 1:
+        parser.error("--rounds, --calls, --warmup, --batch_size and --fit_steps must be at "
+                     "least 1")
     if args.num_layers is not None and args.num_layers < 1 or (
             args.student_layers is not None and args.student_layers < 1):
         parser.error("--num_layers and --student_layers must be at least 1")
@@ -311,8 +356,11 @@ def main():
     if (args.student_layers or 0) > teacher_layers:
         parser.error(f"--student_layers={args.student_layers} is more than the teacher's "
                      f"{teacher_layers} layers")
-    if args.agreement_texts < 10:
-        parser.error("--agreement_texts must be at least 10 (the export's checks use 10 texts)")
+    least_texts = MIN_JUDGING_INPUTS if set(args.quantize) - {"none"} else 10
+    if args.agreement_texts < least_texts:
+        parser.error(f"--agreement_texts must be at least {least_texts} (export judges "
+                     f"quantized files on at least {MIN_JUDGING_INPUTS} texts; its float checks "
+                     "use 10)")
     args.quantize = [name for name in QUANTIZE_CHOICES if name in args.quantize]
 
     work_dir = tempfile.mkdtemp(prefix="kerasbert_distillation_")
