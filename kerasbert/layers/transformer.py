@@ -5,6 +5,7 @@ import keras
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.attention import MultiHeadSelfAttention
 from kerasbert.layers.dropout import Dropout
+from kerasbert.xla_islands import makes_islands, xla_island
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -136,11 +137,15 @@ class TransformerLayer(keras.layers.Layer):
 
     def _feed_forward(self, hidden, training):
         intermediate = self.intermediate(hidden)
+        # In a CPU bfloat16 training step, the activation's element-wise passes (and their
+        # gradients') run as one XLA computation (kerasbert.xla_islands).
+        activation = (xla_island(self.activation)
+                      if training and makes_islands(self.compute_dtype) else self.activation)
         if self.gated_mlp:
             width = self.intermediate_size
-            intermediate = self.activation(intermediate[..., :width]) * intermediate[..., width:]
+            intermediate = activation(intermediate[..., :width]) * intermediate[..., width:]
         else:
-            intermediate = self.activation(intermediate)
+            intermediate = activation(intermediate)
         return self.output_dropout(self.output_dense(intermediate), training=training)
 
     def compute_output_shape(self, inputs_shape, padding_mask_shape=None, queries_shape=None,

@@ -21,6 +21,11 @@ gradient (`IndexedSlices`, from an embedding lookup) is summed into a dense
 one first, so a row looked up twice gets Adam's step for its summed gradient;
 Keras' own step squares each slice separately there.
 
+On a CPU-only machine, under the `"mixed_bfloat16"` policy, a training step traced without
+XLA runs each optimizer's whole update (clipping, weight decay, every variable's step) as one
+XLA computation (`_UpdatesAsOneXlaIsland`, `kerasbert.xla_islands`); float32 steps, steps
+compiled with XLA, eager calls and mirrored strategies run Keras' code as it is.
+
 All three take `lr_multipliers`, `{variable.path: factor}`: each named
 variable learns at its factor times the scheduled rate, weight decay included
 (see `_ScalesLearningRatesPerVariable`;
@@ -37,6 +42,7 @@ import keras
 import tensorflow as tf
 
 from kerasbert.training.schedules import WarmupDecay
+from kerasbert.xla_islands import makes_islands
 
 # Regular expressions `re.search`-ed in a variable's name. On the TensorFlow
 # backend Keras matches the `tf.Variable` name, which is the full path, e.g.
@@ -133,6 +139,28 @@ class _ScalesLearningRatesPerVariable:
         return {**super().get_config(), "lr_multipliers": dict(self.lr_multipliers) or None}
 
 
+class _UpdatesAsOneXlaIsland:
+    """`apply` as one XLA computation where `kerasbert.xla_islands.makes_islands` says so for
+    the global dtype policy's compute dtype (the variables and their updates stay float32).
+
+    Keras' update outside XLA runs a kernel per term: the squared norm of every gradient, the
+    clipping product, the weight decay's product and subtraction, then the Adam step, each a
+    pass over 110M weights for BERT-base. Compiled together, XLA fuses them into a few passes
+    per variable. The arithmetic is Keras' (this calls its `apply`), the step counter and the
+    learning-rate schedule included. The optimizer is built first, outside the computation,
+    so that its slots are never created inside it.
+    """
+
+    def apply(self, grads, trainable_variables=None):
+        if not makes_islands(keras.config.dtype_policy().compute_dtype):
+            return super().apply(grads, trainable_variables)
+        if trainable_variables is not None and not self.built:
+            self.build(list(trainable_variables))
+        apply_outside = super().apply
+        tf.function(lambda gradients: apply_outside(gradients, trainable_variables),
+                    jit_compile=True)(list(grads))
+
+
 class _FusedAdamStep:
     """Keras' Adam update of one variable as a single `tf.raw_ops.ResourceApplyAdam` kernel.
 
@@ -168,7 +196,8 @@ class _FusedAdamStep:
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class Adam(_ScalesLearningRatesPerVariable, _FusedAdamStep, keras.optimizers.Adam):
+class Adam(_UpdatesAsOneXlaIsland, _ScalesLearningRatesPerVariable, _FusedAdamStep,
+           keras.optimizers.Adam):
     """`keras.optimizers.Adam` with the fused update of `_FusedAdamStep`.
 
     Takes `keras.optimizers.Adam`'s arguments plus `lr_multipliers`
@@ -185,8 +214,8 @@ class Adam(_ScalesLearningRatesPerVariable, _FusedAdamStep, keras.optimizers.Ada
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class AdamW(_ScalesLearningRatesPerVariable, _ExcludesNormsAndBiasesFromDecay, _FusedAdamStep,
-            keras.optimizers.AdamW):
+class AdamW(_UpdatesAsOneXlaIsland, _ScalesLearningRatesPerVariable,
+            _ExcludesNormsAndBiasesFromDecay, _FusedAdamStep, keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` without decay on variables matching `no_decay_patterns`.
 
     Takes `keras.optimizers.AdamW`'s arguments plus `no_decay_patterns`
@@ -202,8 +231,8 @@ class AdamW(_ScalesLearningRatesPerVariable, _ExcludesNormsAndBiasesFromDecay, _
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class Lamb(_ScalesLearningRatesPerVariable, _ExcludesNormsAndBiasesFromDecay,
-           keras.optimizers.Lamb):
+class Lamb(_UpdatesAsOneXlaIsland, _ScalesLearningRatesPerVariable,
+           _ExcludesNormsAndBiasesFromDecay, keras.optimizers.Lamb):
     """`keras.optimizers.Lamb` without decay on variables matching `no_decay_patterns`.
 
     Takes `keras.optimizers.Lamb`'s arguments plus `no_decay_patterns`
