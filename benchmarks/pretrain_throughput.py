@@ -73,7 +73,6 @@ Run from the repository root:
 import argparse
 import os
 import sys
-import time
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # hide TensorFlow's INFO logs and warnings
@@ -87,7 +86,7 @@ import kerasbert  # noqa: E402
 from kerasbert.bfloat16 import cpu_bfloat16_flags  # noqa: E402
 
 from keras_timing import fit_throughput, free_keras_models  # noqa: E402
-from reporting import check_line, format_table, smoke_banner  # noqa: E402
+from reporting import best_seconds, check_line, format_table, smoke_banner  # noqa: E402
 
 SEQ_LENGTH, PREDICTIONS = 128, 20
 LEARNING_RATE = 1e-4
@@ -220,12 +219,7 @@ def matmul_flops_per_second(size=MATMUL_SIZE):
     def products(lefts, right):
         return tf.add_n([tf.reduce_sum(tf.matmul(left, right)) for left in lefts])
 
-    products(lefts, right).numpy()
-    best = float("inf")
-    for _ in range(MATMUL_REPEATS):
-        start = time.perf_counter()
-        products(lefts, right).numpy()
-        best = min(best, time.perf_counter() - start)
+    best = best_seconds(lambda: products(lefts, right).numpy(), MATMUL_REPEATS)
     return MATMULS_PER_CALL * 2 * size**3 / best
 
 

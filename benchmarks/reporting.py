@@ -1,5 +1,5 @@
 """Printing shared by the benchmark scripts: aligned or Markdown tables, target PASS/MISS lines,
-what their `--smoke` runs share and the CPU's SIMD flags; and the median time of a call."""
+what their `--smoke` runs share and the CPU's SIMD flags; and the median or best time of a call."""
 
 import statistics
 import time
@@ -16,6 +16,18 @@ def median_seconds(run, inputs, repeats, warmup):
         run(inputs)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def best_seconds(run, repeats):
+    """The fewest wall-clock seconds of `run()` over `repeats` calls, after one untimed call
+    (where tracing and compilation happen)."""
+    run()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def format_table(header, rows, markdown=False):

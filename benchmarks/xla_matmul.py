@@ -23,14 +23,14 @@ Run from the repository root, on an otherwise idle machine:
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # hide TensorFlow's INFO logs and warnings
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from reporting import SMOKE_HELP, SMOKE_SHAPE, cpu_flags, format_table, smoke_banner  # noqa: E402
+from reporting import (SMOKE_HELP, SMOKE_SHAPE, best_seconds, cpu_flags, format_table,  # noqa: E402
+                       smoke_banner)
 
 ROWS, HIDDEN, INTERMEDIATE = 8 * 128, 768, 3072
 
@@ -64,13 +64,7 @@ def product_seconds(shapes, repeats, calls, jit_compile):
         return tf.add_n([tf.reduce_sum(tf.matmul(left, right, transpose_a=transpose_a,
                                                  transpose_b=transpose_b)) for left in lefts])
 
-    products(lefts, right).numpy()
-    best = float("inf")
-    for _ in range(calls):
-        start = time.perf_counter()
-        products(lefts, right).numpy()
-        best = min(best, time.perf_counter() - start)
-    return best
+    return best_seconds(lambda: products(lefts, right).numpy(), calls)
 
 
 def flops(shapes):
