@@ -1,14 +1,16 @@
-"""Dropout that draws its mask with ThreeFry when the step is compiled by XLA."""
+"""Dropout that draws its mask with ThreeFry when the step is compiled by XLA, and in float32
+under bfloat16 and float16 policies."""
 
 import keras
 import tensorflow as tf
 
 
-def scaled_keep_mask(shape, seed, rate, dtype):
-    """`1 / (1 - rate)` where a float32 ThreeFry uniform draw from the int32 `seed` pair is at
-    least `rate`, else 0, in `dtype`. TensorFlow's kernels have no ThreeFry: call it inside
-    an XLA computation only."""
-    draw = tf.random.stateless_uniform(shape, seed, alg="threefry")
+def scaled_keep_mask(shape, seed, rate, dtype, alg="threefry"):
+    """`1 / (1 - rate)` where a float32 uniform draw from the int32 `seed` pair is at least
+    `rate`, else 0, in `dtype`. `alg` is the generator (`tf.random.Algorithm`'s name):
+    TensorFlow's kernels have no ThreeFry, so call it with "threefry" inside an XLA
+    computation only."""
+    draw = tf.random.stateless_uniform(shape, seed, alg=alg)
     scale = tf.constant(1.0 / (1.0 - rate), dtype)
     return tf.where(draw >= rate, scale, tf.zeros_like(scale))
 
@@ -21,8 +23,11 @@ class Dropout(keras.layers.Dropout):
     and the others are scaled by `1 / (1 - rate)`; otherwise the inputs pass unchanged. Inside
     an XLA computation (`jit_compile=True`, TPUs) the mask is drawn by `scaled_keep_mask`:
     ThreeFry, in float32 under every dtype policy. Keras draws with the default Philox, which
-    costs XLA's CPU code about twice as much (BUILD.md, fine-tuning throughput). Elsewhere
-    this is Keras' layer, with its draws.
+    costs XLA's CPU code about twice as much (BUILD.md, fine-tuning throughput). Outside XLA,
+    inputs of 16 bits (`mixed_bfloat16`, `mixed_float16`) get a float32 Philox draw too, and
+    are scaled in float32 and rounded once: Keras' layer draws in the inputs' dtype, and a
+    bfloat16 uniform draw, on a grid of 1/128, drops 13/128 = 0.1016 of the inputs at rate
+    0.1. Float32 and float64 inputs outside XLA get Keras' layer, draw for draw.
 
     Example:
     >>> import numpy as np
@@ -38,10 +43,15 @@ class Dropout(keras.layers.Dropout):
         super().__init__(rate, seed=seed, **kwargs)
 
     def call(self, inputs, training=False):
-        if not training or self.rate == 0 or tf.__internal__.get_enclosing_xla_context() is None:
+        inside_xla = tf.__internal__.get_enclosing_xla_context() is not None
+        if not training or self.rate == 0 or (not inside_xla and inputs.dtype.size >= 4):
             return super().call(inputs, training=training)
         seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
-        return inputs * scaled_keep_mask(tf.shape(inputs), seed, float(self.rate), inputs.dtype)
+        mask = scaled_keep_mask(tf.shape(inputs), seed, float(self.rate), tf.float32,
+                                alg="threefry" if inside_xla else "philox")
+        if inputs.dtype == tf.float32:
+            return inputs * mask
+        return tf.cast(tf.cast(inputs, tf.float32) * mask, inputs.dtype)
 
     def get_config(self):
         config = super().get_config()
