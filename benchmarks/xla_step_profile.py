@@ -19,7 +19,7 @@ products are the thunks whose HLO is a `dot`, or a fusion that contains one.
 
 Run from the repository root, on an otherwise idle machine:
 
-    python benchmarks/xla_step_profile.py              # ~3 min: BERT-base, batch 8 x 128
+    python benchmarks/xla_step_profile.py              # ~90 s: BERT-base, batch 8 x 128
     python benchmarks/xla_step_profile.py --smoke      # tiny model: runs?
 """
 
