@@ -28,9 +28,7 @@ import collections
 import glob
 import os
 import re
-import statistics
 import tempfile
-import time
 
 from finetune_throughput import (build_keras_hub, build_ours,  # sets the Keras backend first
                                  keras_hub_batch, synthetic_batch)
@@ -41,7 +39,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 import kerasbert  # noqa: E402
 from keras_timing import free_keras_models  # noqa: E402
 from reporting import (SMOKE_HELP, SMOKE_SHAPE, cpu_flags, format_table,  # noqa: E402
-                       smoke_banner)
+                       median_seconds, smoke_banner)
 
 KINDS = ("matrix products", "optimizer update (clipping, AdamW)", "dropout (masks, scaling)",
          "LayerNorm", "attention softmax, masks, head reshapes", "feed-forward bias, GELU",
@@ -141,13 +139,7 @@ def profile_step(model, data, warmup, steps):
     compiled by XLA on `data`."""
     model.optimizer.build(model.trainable_variables)
     step = tf.function(lambda batch: model.train_step(batch)["loss"], jit_compile=True)
-    for _ in range(warmup):
-        float(step(data))
-    wall = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        float(step(data))
-        wall.append(time.perf_counter() - start)
+    wall = median_seconds(lambda batch: float(step(batch)), data, steps, warmup)
     kinds = entry_kinds(step.experimental_get_compiler_ir(data)(stage="optimized_hlo"))
     with tempfile.TemporaryDirectory() as logdir:
         tf.profiler.experimental.start(logdir)
@@ -162,7 +154,7 @@ def profile_step(model, data, warmup, steps):
         raise RuntimeError("the profile recorded none of the compiled step's operations; "
                            "is XLA:CPU's profiling (--xla_cpu_enable_xprof_traceme) off in "
                            "XLA_FLAGS?")
-    return statistics.median(wall), per_kind
+    return wall, per_kind
 
 
 def main():
