@@ -38,7 +38,7 @@ CACHE_ENV = "KERASBERT_CACHE_DIR"
 # Part of the cached file's name: change it whenever the rules or the layout of the table
 # change, so that no table built by older code is read (tests/tokenizers/
 # test_bert_normalizer_model.py rebuilds the table and compares it with the cached one).
-_FORMAT = "v1"
+_FORMAT = "v2"
 
 # The encoding of a trie value (tensorflow-text's fast_bert_normalizer.h): bit 30 says the code
 # point changes; bits 6-29 hold the replacement's offset in the string pool, bits 0-5 its length.

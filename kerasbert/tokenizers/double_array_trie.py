@@ -7,6 +7,11 @@ low 8 bits are `c`), and a node that ends a key has bit 8 set and keeps the key'
 unit at `n ^ o` (bit 31 set, so no byte label ever matches it). Every node's `n ^ o` (its base)
 is distinct, so a walk can never step into another node's child.
 
+The kernels of tensorflow-text 2.21 do not check a walk against the array's length: they read
+unit `n ^ o ^ c` for whatever byte `c` comes next. So the array reaches to the end of every
+node's 256-unit block (`base | 255`), as darts-clone's own builder makes it; a shorter array
+lets a walk read the memory after it and match a key that is not there.
+
 Example:
 >>> units = double_array_trie({b"ab": 7, b"b": 3})
 >>> walk(units, b"ab"), walk(units, b"b"), walk(units, b"a"), walk(units, b"c")
@@ -64,6 +69,8 @@ def double_array_trie(values):
             else:
                 units[slot] = label
                 pending.append((slot, child))
+    end = max(bases) | 0xFF
+    units.extend([0] * (end + 1 - len(units)))
     return units
 
 
@@ -83,11 +90,15 @@ def _free_base(labels, used, bases, start):
 
 
 def walk(units, key):
-    """The value `key` maps to in `units`, or None: the walk tensorflow-text's kernels make."""
+    """The value `key` maps to in `units`, or None: the walk tensorflow-text's kernels make.
+    Raises IndexError where they would read past the array."""
     index, unit = 0, units[0]
     for byte in key:
         index ^= _offset(unit) ^ byte
-        if index >= len(units) or units[index] & 0x800000FF != byte:
+        if index >= len(units):
+            raise IndexError(f"Walking {key!r} reads unit {index}, past the trie's "
+                             f"{len(units)} units")
+        if units[index] & 0x800000FF != byte:
             return None
         unit = units[index]
     if not unit & _HAS_LEAF:

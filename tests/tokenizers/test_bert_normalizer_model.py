@@ -7,6 +7,7 @@ at a time (the table is a per-code-point map) and on whole texts.
 import random
 import unicodedata
 
+import flatbuffers
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -35,6 +36,17 @@ def _fast_normalizer(lowercase, strip_accents):
 def _hugging_face(lowercase, strip_accents):
     return BertNormalizer(clean_text=True, handle_chinese_chars=False,
                           strip_accents=strip_accents, lowercase=lowercase)
+
+
+def _trie_units_and_starts(model):
+    """The trie's uint32 units in a model buffer, and the byte offsets where they and the
+    string pool start."""
+    root = flatbuffers.encode.Get(flatbuffers.packer.uoffset, model, 0)
+    table = flatbuffers.table.Table(bytearray(model), root)
+    trie = table.Offset(4 + 2 * table_module._FIELD_TRIE)
+    start = table.Vector(trie)
+    units = np.frombuffer(model, dtype=np.uint32, count=table.VectorLen(trie), offset=start)
+    return units, start, table.Vector(table.Offset(4 + 2 * table_module._FIELD_POOL))
 
 
 def _normalized(normalizer, texts):
@@ -106,6 +118,42 @@ def test_tables_differ_by_setting():
     tables = {setting: bert_normalizer_model(*setting) for setting in SETTINGS}
     assert len(set(tables.values())) == 4
     assert bert_normalizer_model(True, True) is tables[True, True]   # built once
+
+
+@pytest.mark.parametrize("lowercase, strip_accents", SETTINGS, ids=str)
+def test_every_node_keeps_its_children_inside_the_array(lowercase, strip_accents):
+    """tensorflow-text 2.21's kernels read unit `node ^ offset ^ byte` for any next byte without
+    checking the array's length: every node's 256-unit block must lie inside the array. It did
+    not for 38 nodes of the cased table: its kernel read the memory after the buffer, and in some
+    processes changed U+2032-U+2034 and quotation marks."""
+    units, _, _ = _trie_units_and_starts(bert_normalizer_model(lowercase, strip_accents))
+    units = units.astype(np.int64)
+    labelled = ((units & (1 << 31)) == 0) & ((units & 0xFF) != 0)
+    nodes = np.append(np.flatnonzero(labelled), 0)      # every child node, and the root
+    assert not np.any(units[nodes] & 0x200)             # offsets are stored plainly
+    bases = nodes ^ (units[nodes] >> 10)
+    assert (bases | 0xFF).max() < len(units)
+
+
+def test_kernel_reads_nothing_past_the_trie():
+    """A one-key table ("x" deleted) whose string pool, right after the trie, holds units that
+    would match any byte read from past the trie's end and delete its character: the kernel
+    changes "x" only. With the array cut at its last used unit, it deleted 6 more characters."""
+    deleted = table_module._CHANGED                       # replacement: offset 0, length 0
+    units = double_array_trie({b"x": deleted})
+    root_base = units[0] >> 10                            # the root is unit 0: its offset is its base
+    far = 1 << 12
+    bait = np.zeros(2 * far, np.uint32)
+    first = len(units) + 1                                # the unit after the pool's length word
+    for index in range(first, first + 256):
+        bait[index - first] = ((index ^ root_base) & 0xFF) | 0x100 | (far << 10)
+        bait[(index ^ far) - first] = deleted             # the bait's leaf, at `index ^ far`
+    model = table_module._model_flatbuffer(False, units, 0, bait.tobytes())
+    found, trie_start, pool_start = _trie_units_and_starts(model)
+    assert found.tolist() == units and pool_start == trie_start + 4 * first   # bait follows trie
+    texts = [bytes([code]) for code in range(1, 128)]
+    normalized = tf_text.FastBertNormalizer(model_buffer=model).normalize(texts).numpy().tolist()
+    assert [text for text, result in zip(texts, normalized) if text != result] == [b"x"]
 
 
 def test_trie_walks_like_a_dictionary():
